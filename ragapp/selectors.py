@@ -1,0 +1,76 @@
+"""Reads: the knowledge base and its embedding index."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import transaction
+
+from ragapp.models import Chunk, EmbeddingIndex
+from ragapp.providers import EmbeddingProvider
+from ragapp.vector_index import cosine_distance_to, set_ef_search
+
+REEMBED_HINT = (
+    "Re-embed the knowledge base with the current model: `uv run manage.py ingest_docs --reembed` "
+    "(or set RAG_EMBEDDING_PROVIDER back to the model the index was built with)."
+)
+
+
+class EmbeddingMismatchError(Exception):
+    """The stored vectors come from another embedding model than the one configured."""
+
+
+@dataclass(frozen=True)
+class ScoredChunk:
+    """A retrieved chunk with its cosine similarity to the query (1 = same direction)."""
+
+    chunk: Chunk
+    similarity: float
+
+
+def embedding_index_get() -> EmbeddingIndex | None:
+    """The index's recorded embedding model, or None before the first ingest."""
+    return EmbeddingIndex.objects.first()
+
+
+def embedding_index_check(*, embeddings: EmbeddingProvider) -> EmbeddingIndex | None:
+    """Raise EmbeddingMismatchError unless stored vectors match `embeddings` (or none exist)."""
+    index = embedding_index_get()
+    if index is None or not Chunk.objects.exists():
+        return index
+    if index.dimensions != embeddings.dimensions or index.model != embeddings.model_id:
+        raise EmbeddingMismatchError(
+            f"The knowledge base was embedded with {index.model} ({index.dimensions} dimensions) "
+            f"but the configured model is {embeddings.model_id} ({embeddings.dimensions} "
+            f"dimensions); their vectors cannot be compared. {REEMBED_HINT}"
+        )
+    return index
+
+
+def chunk_vector_search(*, query: str, embeddings: EmbeddingProvider, k: int) -> list[ScoredChunk]:
+    """The `k` chunks nearest to `query` by cosine similarity, through the HNSW index."""
+    embedding_index_check(embeddings=embeddings)
+    vector = embeddings.embed_query(query)
+    with transaction.atomic():
+        set_ef_search(max(settings.RAG_HNSW_EF_SEARCH, k))
+        rows = list(
+            Chunk.objects.select_related("document")
+            .defer("embedding", "search_vector")
+            .annotate(distance=cosine_distance_to(vector, dimensions=embeddings.dimensions))
+            .order_by("distance")[:k]
+        )
+    return [ScoredChunk(chunk=row, similarity=1.0 - float(row.distance)) for row in rows]
+
+
+def knowledge_base_stats() -> dict:
+    """Documents, chunks and the embedding model, for summaries and health checks."""
+    from ragapp.models import Document
+
+    index = embedding_index_get()
+    return {
+        "documents": Document.objects.count(),
+        "chunks": Chunk.objects.count(),
+        "embedding_model": index.model if index else None,
+        "dimensions": index.dimensions if index else None,
+    }

@@ -1,0 +1,34 @@
+"""Shared fixtures: a throwaway embedded PostgreSQL, and the fake embedding model."""
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+from django.conf import settings as django_settings
+
+from config.embedded_postgres import stop_server
+from ragapp.providers import clear_embeddings_cache, get_embeddings
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):
+    """Run the test database on a fresh embedded server in a temporary data dir, then stop it."""
+    database = django_settings.DATABASES["default"]
+    if database["ENGINE"] != "config.db_backend":
+        yield  # DATABASE_URL is set: pytest-django creates test_<name> on that server
+        return
+    data_dir = Path(tempfile.mkdtemp(prefix="rag-test-"))
+    database["DATA_DIR"] = str(data_dir)
+    yield
+    stop_server(data_dir)
+    shutil.rmtree(data_dir, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def fake_embeddings(settings):
+    """Every test uses the deterministic fake embedder unless it asks for another."""
+    settings.RAG_EMBEDDING_PROVIDER = "fake"
+    clear_embeddings_cache()
+    yield get_embeddings()
+    clear_embeddings_cache()
