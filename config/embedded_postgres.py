@@ -41,6 +41,10 @@ def ensure_server(data_dir: Path) -> EmbeddedServer:
     data_dir.mkdir(parents=True, exist_ok=True)
     # cleanup_mode=None: the server outlives this process so it can be shared and reused.
     server = get_server(data_dir / PGDATA_SUBDIR, cleanup_mode=None)
+    # get_server() hands back a cached handle without looking at the server again; if it was
+    # stopped since (a restart, a crash), start it, under the same inter-process lock.
+    with server._lock:
+        server.ensure_postgres_running()
     info = server.get_postmaster_info()
     return EmbeddedServer(socket_dir=str(info.socket_dir), port=int(info.port or 5432))
 

@@ -164,7 +164,13 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = RAG_DATA_DIR / "staticfiles"
+STATIC_ROOT = Path(env_str("DJANGO_STATIC_ROOT", str(RAG_DATA_DIR / "staticfiles")))
+try:
+    # WhiteNoise warns on every start when the folder is missing, even though it serves from
+    # the finders locally; collectstatic fills it in production.
+    STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+except OSError:
+    pass
 STATICFILES_DIRS = [BASE_DIR / "static"]
 # Serve straight from the apps' and static/ folders, so no collectstatic step is needed locally.
 WHITENOISE_USE_FINDERS = True

@@ -190,14 +190,23 @@ class _Packer:
         if room < self.size // 2:
             self.flush()
             room = self.size
-        splitter = self.splitter
-        if room < self.size:
-            overlap = min(self.overlap, room // 2)
-            splitter = RecursiveCharacterTextSplitter(chunk_size=room, chunk_overlap=overlap)
-        for k, piece in enumerate(splitter.split_text(text)):
+        for k, piece in enumerate(self._split_prose(text, room)):
             if k:  # the splitter already overlaps its pieces: no second overlap
                 self.flush()
             self._append(piece, content=True)
+
+    def _split_prose(self, text: str, size: int) -> Iterator[str]:
+        splitter = self.splitter
+        if size < self.size:
+            overlap = min(self.overlap, size // 2)
+            splitter = RecursiveCharacterTextSplitter(chunk_size=size, chunk_overlap=overlap)
+        # The splitter cuts a run without whitespace one character at a time, which takes a
+        # minute for a 50 MB blob (base64, minified code); such runs are cut here instead.
+        for k, segment in enumerate(re.split(rf"(\S{{{size + 1},}})", text)):
+            if k % 2:
+                yield from (segment[i : i + size] for i in range(0, len(segment), size))
+            elif segment.strip():
+                yield from splitter.split_text(segment)
 
     def add_code(self, block: str) -> None:
         for piece in [block] if len(block) <= self.size else _split_fence(block, self.size):

@@ -603,7 +603,8 @@ class _HTMLToText(HTMLParser):
 
     def _paragraph(self) -> None:
         self._newline()
-        if self.out and self.out[-1] != "\n":
+        # Inside a list, a blank line would split one item's text from its "- " line.
+        if self.out and self.out[-1] != "\n" and not self._lists:
             self.out.append("\n")
 
     def _end_pre(self) -> None:

@@ -42,6 +42,9 @@ def create_hnsw_index(dimensions: int) -> None:
     """(Re)create the HNSW cosine index for vectors of `dimensions`."""
     drop_hnsw_index()
     with connection.cursor() as cursor:
+        # Django's foreign keys are deferred; PostgreSQL will not build an index on a table
+        # with deferred checks still pending in this transaction, so run them now.
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
         cursor.execute(
             f"CREATE INDEX {INDEX_NAME} ON ragapp_chunk USING hnsw "
             f"((embedding::vector({int(dimensions)})) vector_cosine_ops) "

@@ -1,0 +1,79 @@
+"""Cosine top-k retrieval through the HNSW index, and the embedding-model guard."""
+
+import random
+
+import numpy as np
+import pytest
+from django.db import connection
+
+from ragapp.models import Chunk, Document
+from ragapp.providers.fake_embeddings import FakeEmbeddings
+from ragapp.selectors import EmbeddingMismatchError, chunk_vector_search
+from ragapp.services import embedding_index_prepare
+from ragapp.vector_index import cosine_distance_to, set_ef_search
+
+pytestmark = pytest.mark.django_db
+
+TOPICS = ["password reset", "vector index", "docker deployment", "api tokens", "backup restore"]
+
+
+@pytest.fixture
+def corpus(fake_embeddings):
+    embedding_index_prepare(embeddings=fake_embeddings)
+    document = Document.objects.create(
+        source_path="docs/x.md", title="X", format="markdown", content_hash="0", size_bytes=1
+    )
+    rng = random.Random(7)
+    texts = [
+        f"{TOPICS[i % len(TOPICS)]} note {i} " + " ".join(rng.choices(["alpha", "beta"], k=5))
+        for i in range(2000)
+    ]
+    Chunk.objects.bulk_create(
+        Chunk(document=document, ordinal=i, text=t, embedding=v)
+        for i, (t, v) in enumerate(zip(texts, fake_embeddings.embed_documents(texts), strict=True))
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE ragapp_chunk")
+    return texts
+
+
+def test_top_k_returns_the_nearest_chunks_in_order(corpus, fake_embeddings):
+    results = chunk_vector_search(query="password reset", embeddings=fake_embeddings, k=5)
+    assert len(results) == 5
+    assert all("password reset" in r.chunk.text for r in results)
+    similarities = [r.similarity for r in results]
+    assert similarities == sorted(similarities, reverse=True)
+    assert results[0].chunk.document.title == "X"  # no extra query per result
+
+
+def test_the_query_plan_uses_the_hnsw_index(corpus, fake_embeddings):
+    vector = fake_embeddings.embed_query("vector index")
+    queryset = Chunk.objects.annotate(
+        distance=cosine_distance_to(vector, dimensions=fake_embeddings.dimensions)
+    ).order_by("distance")[:5]
+    sql, params = queryset.query.sql_with_params()
+    with connection.cursor() as cursor:
+        set_ef_search(40)
+        cursor.execute("EXPLAIN " + sql, params)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "Index Scan using chunk_embedding_hnsw" in plan, plan
+
+
+def test_hnsw_results_match_an_exact_scan(corpus, fake_embeddings):
+    query = "docker deployment alpha"
+    vector = np.array(fake_embeddings.embed_query(query))
+    stored = {c.id: np.array(c.embedding) for c in Chunk.objects.only("id", "embedding")}
+    exact = sorted((float(v @ vector) for v in stored.values()), reverse=True)[:5]
+    found = chunk_vector_search(query=query, embeddings=fake_embeddings, k=5)
+    # Ties may swap which ids come back, never the scores.
+    assert [round(float(stored[r.chunk.id] @ vector), 5) for r in found] == [
+        round(s, 5) for s in exact
+    ]
+
+
+def test_query_with_a_model_of_another_dimension_fails_with_a_reembed_hint(corpus):
+    with pytest.raises(EmbeddingMismatchError) as excinfo:
+        chunk_vector_search(query="anything", embeddings=FakeEmbeddings(dimensions=32), k=5)
+    message = str(excinfo.value)
+    assert "64 dimensions" in message and "32 dimensions" in message
+    assert "manage.py ingest_docs --reembed" in message
