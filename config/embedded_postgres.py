@@ -31,7 +31,7 @@ class EmbeddedServer:
 
 
 def ensure_server(data_dir: Path) -> EmbeddedServer:
-    """Start the embedded server for `data_dir` unless one is already running; return its address."""
+    """Start the embedded server of `data_dir` unless it is running; return its address."""
     with warnings.catch_warnings():
         # Without XDG_RUNTIME_DIR the wheel keeps its lock file under /tmp, which is fine.
         warnings.simplefilter("ignore")

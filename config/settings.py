@@ -4,6 +4,7 @@ Each environment variable is read once, here. Every `RAG_*` setting is documente
 docs/configuration.md, and tests/test_docs.py fails when one is not.
 """
 
+import contextlib
 import os
 import secrets
 from pathlib import Path
@@ -165,12 +166,10 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = Path(env_str("DJANGO_STATIC_ROOT", str(RAG_DATA_DIR / "staticfiles")))
-try:
-    # WhiteNoise warns on every start when the folder is missing, even though it serves from
-    # the finders locally; collectstatic fills it in production.
+# WhiteNoise warns on every start when the folder is missing, even though it serves from the
+# finders locally; collectstatic fills it in production.
+with contextlib.suppress(OSError):
     STATIC_ROOT.mkdir(parents=True, exist_ok=True)
-except OSError:
-    pass
 STATICFILES_DIRS = [BASE_DIR / "static"]
 # Serve straight from the apps' and static/ folders, so no collectstatic step is needed locally.
 WHITENOISE_USE_FINDERS = True

@@ -33,6 +33,10 @@ class LoadError(Exception):
     """A file that cannot be loaded; str() is a human-readable reason."""
 
 
+class EmptyDocumentError(LoadError):
+    """A readable file with no text in it: nothing to ingest, but nothing wrong either."""
+
+
 @dataclass(frozen=True)
 class LoadedDocument:
     path: Path
@@ -57,11 +61,11 @@ def load_document(path: Path, *, max_bytes: int) -> LoadedDocument:
     text, warnings = _decode(_read_bytes(path, max_bytes))
     text = _normalise(text)
     if not text.strip():
-        raise LoadError("empty file")
+        raise EmptyDocumentError("empty file")
     title, text = _CONVERTERS[fmt](text)
     text = _TRAILING_SPACE.sub("", text).strip("\n")
     if not text.strip():
-        raise LoadError(f"empty file (no text left after reading it as {fmt})")
+        raise EmptyDocumentError(f"empty file (no text left after reading it as {fmt})")
     return LoadedDocument(
         path=path,
         title=title or _humanise(path),
@@ -81,11 +85,12 @@ def _without_gz(name: str) -> str:
 def _size(n: int) -> str:
     if n < 1024:
         return f"{n} bytes"
-    for unit in ("KiB", "MiB", "GiB"):
-        n /= 1024
-        if n < 1024 or unit == "GiB":
-            break
-    return f"{n:.1f} {unit}"
+    value = n / 1024
+    for unit in ("KiB", "MiB"):
+        if value < 1024:
+            return f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GiB"
 
 
 def _read_bytes(path: Path, max_bytes: int) -> bytes:
@@ -390,8 +395,10 @@ def _rst_lines(lines: list[str], styles: dict[tuple[str, bool], int]) -> list[st
 
 
 def _starts_literal(lines: list[str], i: int) -> bool:
-    nxt = next((line for line in lines[i + 1 :] if line.strip()), None)
-    return nxt is not None and _indent(nxt) > _indent(lines[i])
+    for j in range(i + 1, len(lines)):
+        if lines[j].strip():
+            return _indent(lines[j]) > _indent(lines[i])
+    return False
 
 
 def _rst_directive(
@@ -402,7 +409,7 @@ def _rst_directive(
         body.pop(0)
     body = _dedented(body) if any(line.strip() for line in body) else []
     if name in _CODE_DIRECTIVES:
-        return ["", _code_fence("\n".join(body), arg.split()[0] if arg else ""), ""]
+        return ["", _code_fence("\n".join(body), arg.split()[0] if arg else ""), ""] if body else []
     if name in _DROPPED_DIRECTIVES or name.startswith("auto") or (name == "figure" and not body):
         return []
     if label := _LABELS.get(name):
@@ -444,6 +451,11 @@ _HTML_SKIPPED = frozenset(
 )
 # Site chrome when directly in <body>; inside <article>/<main> they often hold the page's <h1>.
 _HTML_CHROME = frozenset({"header", "footer"})
+# Sphinx and others mark their sidebars and banners with ARIA roles on plain <div>s.
+_HTML_CHROME_ROLES = frozenset({"navigation", "search", "banner", "contentinfo"})
+_HTML_VOID = frozenset(
+    {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "wbr"}
+)
 _HTML_PARAGRAPH = frozenset(
     {
         "address",
@@ -499,7 +511,8 @@ class _HTMLToText(HTMLParser):
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if self._skip_tag:
-            self._skip_depth += tag == self._skip_tag
+            if tag == self._skip_tag:  # nested <nav> in <nav>: wait for the outer end tag
+                self._skip_depth += 1
             return
         if tag == "title" and not self.title:
             self._title = []
@@ -509,7 +522,11 @@ class _HTMLToText(HTMLParser):
             return
         if self._in_head:
             return
-        if tag in _HTML_SKIPPED or (tag in _HTML_CHROME and not self._content_depth):
+        if (
+            tag in _HTML_SKIPPED
+            or (tag in _HTML_CHROME and not self._content_depth)
+            or (dict(attrs).get("role") in _HTML_CHROME_ROLES and tag not in _HTML_VOID)
+        ):
             self._skip_tag, self._skip_depth = tag, 1
             return
         if tag in ("article", "main"):
@@ -543,9 +560,10 @@ class _HTMLToText(HTMLParser):
 
     def handle_endtag(self, tag: str) -> None:
         if self._skip_tag:
-            self._skip_depth -= tag == self._skip_tag
-            if not self._skip_depth:
-                self._skip_tag = None
+            if tag == self._skip_tag:
+                self._skip_depth -= 1
+                if not self._skip_depth:
+                    self._skip_tag = None
             return
         if tag == "title" and self._title is not None:
             self.title = " ".join("".join(self._title).split())

@@ -15,10 +15,11 @@ from django.db import transaction
 from ingestion.chunking import ChunkDraft, chunk_document
 from ingestion.discovery import discover
 from ingestion.embedding import embedding_text
-from ingestion.loaders import LoadError, load_document
+from ingestion.loaders import EmptyDocumentError, LoadError, load_document
 from ingestion.report import FileResult, IngestReport, Outcome
 from ragapp.models import Chunk, Document
 from ragapp.providers import EmbeddingProvider
+from ragapp.selectors import embedding_index_check
 from ragapp.services import embedding_index_prepare
 
 logger = logging.getLogger(__name__)
@@ -83,7 +84,9 @@ def ingest_paths(
         if observer.on_file:
             observer.on_file(result)
 
-    if not dry_run:
+    if dry_run:
+        embedding_index_check(embeddings=embeddings)  # a dry run must fail where a real one would
+    else:
         embedding_index_prepare(embeddings=embeddings)
     known = dict(Document.objects.values_list("source_path", "content_hash"))
     seen: set[str] = set()
@@ -122,6 +125,9 @@ def ingest_paths(
 def _prepare(path: Path, key: str, known: dict[str, str], *, full: bool, record) -> _Pending | None:
     try:
         loaded = load_document(path, max_bytes=settings.RAG_MAX_FILE_BYTES)
+    except EmptyDocumentError as exc:
+        record(FileResult(key, Outcome.SKIPPED, detail=str(exc)))
+        return None
     except LoadError as exc:
         # An existing version of the document stays as it was: nothing is lost.
         record(FileResult(key, Outcome.FAILED, detail=str(exc)))

@@ -74,8 +74,14 @@ class FeedbackInline(admin.TabularInline):
 
 @admin.register(QueryRun)
 class QueryRunAdmin(admin.ModelAdmin):
-    list_display = ("query", "owner", "status", "faithfulness_score", "hallucination_risk",
-                    "created_at")
+    list_display = (
+        "query",
+        "owner",
+        "status",
+        "faithfulness_score",
+        "hallucination_risk",
+        "created_at",
+    )
     list_filter = ("status", "hallucination_risk", "created_at")
     search_fields = ("query", "answer", "owner__username", "id")
     date_hierarchy = "created_at"

@@ -1,5 +1,6 @@
 """Database backend: Django's PostgreSQL backend plus the embedded server."""
 
+import contextlib
 import threading
 from pathlib import Path
 
@@ -60,7 +61,6 @@ def _create_database(conn_params) -> None:
             "SELECT 1 FROM pg_database WHERE datname = %s", [conn_params["dbname"]]
         ).fetchone()
         if not exists:
-            try:
+            # Another process may win the race to create it: that is fine.
+            with contextlib.suppress(psycopg.errors.DuplicateDatabase):
                 conn.execute(f'CREATE DATABASE "{conn_params["dbname"]}"')
-            except psycopg.errors.DuplicateDatabase:
-                pass  # another process won the race

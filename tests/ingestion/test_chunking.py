@@ -1,5 +1,6 @@
 """ingestion.chunking: structure-aware packing, code fences kept whole, overlap, speed."""
 
+import itertools
 import random
 import re
 import time
@@ -8,7 +9,7 @@ import pytest
 
 from ingestion.chunking import ChunkDraft, chunk_document
 
-WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu".split()
+WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa"]
 
 
 def prose(rng: random.Random, n_words: int) -> str:
@@ -226,7 +227,7 @@ def test_overlap_is_a_suffix_of_the_previous_chunk_and_never_code():
     parts.insert(20, fenced("```", "", "code_line()\n" * 10))
     chunks = chunk_document("\n\n".join(parts), title="T", chunk_size=300, chunk_overlap=80)
     overlapped = 0
-    for prev, nxt in zip(chunks, chunks[1:], strict=False):
+    for prev, nxt in itertools.pairwise(chunks):
         head = nxt.text.split("\n\n")[0]
         if prev.text.endswith("```"):
             assert "code_line" not in head
@@ -244,7 +245,7 @@ def test_long_paragraph_is_split_by_the_recursive_splitter():
     assert len(chunks) >= 6
     assert chunks[0].text.startswith("## Long\n\nw0 w1 ")
     seen: list[str] = []
-    for prev, nxt in zip(chunks, chunks[1:], strict=False):
+    for prev, nxt in itertools.pairwise(chunks):
         assert len(nxt.text) <= 500
         first_word = nxt.text.split()[0]
         assert first_word in prev.text.split()  # consecutive pieces overlap
@@ -269,7 +270,9 @@ def test_sizes_ordinals_and_has_code_on_a_mixed_document():
         if kind < 0.1:
             parts.append(f"## Part {n}")
         elif kind < 0.3:
-            parts.append(fenced("```", "sh", "\n".join(f"cmd {k}" for k in range(rng.randint(1, 150)))))
+            parts.append(
+                fenced("```", "sh", "\n".join(f"cmd {k}" for k in range(rng.randint(1, 150))))
+            )
         else:
             parts.append(prose(rng, rng.randint(1, 400)))
     chunks = chunk_document("\n\n".join(parts), title="Mixed")

@@ -152,7 +152,7 @@ def test_bad_inputs_are_reported_and_never_abort_the_rest(tmp_path, settings):
         return next(line for key, line in lines.items() if key.endswith(name))
 
     assert "binary" in reason("binary.md") and "failed" in reason("binary.md")
-    assert "empty" in reason("empty.md")
+    assert "empty" in reason("empty.md") and "skipped" in reason("empty.md")
     assert "limit" in reason("huge.md") and "failed" in reason("huge.md")
     assert "failed" in reason("corrupt.md.gz")
     assert "failed" in reason("dangling.md")
@@ -248,5 +248,3 @@ def test_path_stored_relative_to_the_project_for_bundled_docs(settings):
 def test_no_paths_is_a_clear_error():
     _, error = ingest_failing()
     assert "at least one file or directory" in error
-
-

@@ -305,6 +305,23 @@ def test_html_title_falls_back_to_first_h1_and_keeps_article_header(tmp_path):
     assert doc.text == "# Article H1\n\nBody\n"
 
 
+def test_html_sphinx_page(tmp_path):
+    html = (
+        "<html><head><title>Install &#8212; Proj docs</title></head><body>"
+        '<div role="navigation"><h3>Navigation</h3><ul><li>index</li></ul></div>'
+        '<div role="main"><section><h1>Install<a class="headerlink" href="#i">\u00b6</a></h1>'
+        '<div class="highlight-bash"><pre><span></span>pip<span> </span>install x\n'
+        '<span class="c1"># comment</span>\n</pre></div>'
+        "<ul><li>Top<ul><li>Nested</li></ul></li><li>Second</li></ul>"
+        '</section></div><div role="contentinfo">&copy; 2024</div></body></html>'
+    )
+    doc = load(tmp_path, "install.html", html)
+    assert doc.title == "Install \u2014 Proj docs"
+    assert doc.text == (
+        "# Install\n\n```\npip install x\n# comment\n```\n\n- Top\n  - Nested\n- Second\n"
+    )
+
+
 def test_html_with_only_scripts_is_empty(tmp_path):
     with pytest.raises(LoadError, match="empty"):
         load(tmp_path, "a.html", "<html><head><title>T</title></head><script>x()</script></html>")
@@ -361,7 +378,7 @@ def test_nul_after_first_8kb_is_not_binary_and_is_removed(tmp_path):
 def test_invalid_utf8_falls_back_to_cp1252_with_warning(tmp_path):
     doc = load(tmp_path, "x.md", b"# Caf\xe9\n\nIt\x92s \x93quoted\x94.\n")
     assert doc.title == "Café"
-    assert doc.text == "# Café\n\nIt’s “quoted”.\n"
+    assert doc.text == "# Café\n\nIt\u2019s \u201cquoted\u201d.\n"
     assert len(doc.warnings) == 1
     assert "not valid UTF-8" in doc.warnings[0]
     assert "cp1252" in doc.warnings[0]

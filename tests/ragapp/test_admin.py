@@ -11,20 +11,30 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def run(admin_user):
     document = Document.objects.create(
-        source_path="docs/a.md", title="Alpha guide", format="markdown", content_hash="h",
+        source_path="docs/a.md",
+        title="Alpha guide",
+        format="markdown",
+        content_hash="h",
         size_bytes=10,
     )
     Chunk.objects.create(document=document, ordinal=0, text="Alpha text", embedding=[1.0, 0.0])
     run = QueryRun.objects.create(owner=admin_user, query="What is alpha?", status="answered")
-    TraceEvent.objects.create(run=run, seq=1, kind="retrieve", node="retrieve",
-                              payload={"docs_found": 1})
+    TraceEvent.objects.create(
+        run=run, seq=1, kind="retrieve", node="retrieve", payload={"docs_found": 1}
+    )
     Feedback.objects.create(run=run, user=admin_user, rating=1, comment="useful")
     return run
 
 
 @pytest.mark.parametrize(
-    "model, search", [("document", "Alpha"), ("chunk", "alpha"), ("queryrun", "alpha"),
-                      ("feedback", "useful"), ("embeddingindex", "")]
+    "model, search",
+    [
+        ("document", "Alpha"),
+        ("chunk", "alpha"),
+        ("queryrun", "alpha"),
+        ("feedback", "useful"),
+        ("embeddingindex", ""),
+    ],
 )
 def test_changelists_render_and_search(admin_client, run, model, search):
     url = reverse(f"admin:ragapp_{model}_changelist")

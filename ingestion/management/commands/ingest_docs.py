@@ -35,6 +35,8 @@ class Command(BaseCommand):
 
     def handle(self, *args, paths, full, prune, dry_run, reembed, **options):
         embeddings = get_embeddings()
+        if reembed and dry_run:
+            raise CommandError("--dry-run cannot be combined with --reembed.")
         if reembed:
             self._reembed(embeddings)
             if not paths:
@@ -69,7 +71,9 @@ class Command(BaseCommand):
         for result in report.results:
             if result.outcome in (Outcome.FAILED, Outcome.SKIPPED) and result.detail:
                 style = self.style.ERROR if result.outcome is Outcome.FAILED else self.style.WARNING
-                self.stdout.write(style(f"{result.outcome.value:>8}  {result.path}: {result.detail}"))
+                self.stdout.write(
+                    style(f"{result.outcome.value:>8}  {result.path}: {result.detail}")
+                )
         counts = report.counts()
         prefix = "Dry run, would be: " if report.dry_run else ""
         summary = ", ".join(f"{counts[o]} {o.value}" for o in Outcome)

@@ -11,7 +11,8 @@ from ragapp.selectors import knowledge_base_stats
 class Command(BaseCommand):
     help = (
         "Migrate the database, ingest the bundled docs/ when the knowledge base is empty, then "
-        "serve the app with uvicorn (ASGI). Uses the embedded PostgreSQL unless DATABASE_URL is set."
+        "serve the app with uvicorn (ASGI). Uses the embedded PostgreSQL unless DATABASE_URL is "
+        "set."
     )
 
     def add_arguments(self, parser):

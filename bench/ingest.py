@@ -1,0 +1,100 @@
+"""Ingestion throughput: the whole `ingest_docs` pipeline against the raw embedder, same chunks.
+
+Prints chunks/s for the pipeline (load, chunk, embed, write to PostgreSQL with the HNSW index)
+next to the raw local embedder on exactly the same chunk texts, measured in the same run, and the
+ratio (target >= 0.8). Then times a second run over the unchanged tree as a fraction of the first
+(target <= 5%).
+
+    uv run python bench/ingest.py            # ~2.2 MB of Markdown (several minutes on 2 cores)
+    uv run python bench/ingest.py --mb 0.3   # a quick look
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _django import throwaway_django
+from corpus import build_corpus
+
+
+def main() -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mb", type=float, default=2.2, help="corpus size in MB (default 2.2)")
+    args = parser.parse_args()
+
+    with throwaway_django(RAG_EMBEDDING_PROVIDER="local") as work:
+        from django.conf import settings
+        from django.core.management import call_command
+
+        from ingestion.chunking import chunk_document
+        from ingestion.embedding import embedding_text
+        from ingestion.loaders import load_document
+        from ragapp.models import Chunk
+        from ragapp.providers.local_embeddings import LocalOnnxEmbeddings
+
+        corpus = work / "corpus"
+        files, size = build_corpus(corpus, min_bytes=int(args.mb * 1_000_000))
+        print(f"corpus: {files} Markdown files, {size / 1e6:.2f} MB")
+
+        texts = []
+        for path in sorted(corpus.iterdir()):
+            loaded = load_document(path, max_bytes=settings.RAG_MAX_FILE_BYTES)
+            for chunk in chunk_document(
+                loaded.text,
+                title=loaded.title,
+                chunk_size=settings.RAG_CHUNK_SIZE,
+                chunk_overlap=settings.RAG_CHUNK_OVERLAP,
+            ):
+                texts.append(embedding_text(heading_path=chunk.heading_path, text=chunk.text))
+
+        raw = LocalOnnxEmbeddings(batch_size=settings.RAG_EMBEDDING_BATCH_SIZE)
+        raw.embed_documents(texts[:16])  # load the model outside the timing, as the pipeline's is
+        started = time.perf_counter()
+        raw.embed_documents(texts)
+        raw_seconds = time.perf_counter() - started
+
+        from ragapp.providers import get_embeddings
+
+        get_embeddings().embed_documents(texts[:16])  # same warm-up for the pipeline's model
+        started = time.perf_counter()
+        call_command("ingest_docs", str(corpus), stdout=io.StringIO(), stderr=io.StringIO())
+        first_seconds = time.perf_counter() - started
+        stored = Chunk.objects.count()
+
+        started = time.perf_counter()
+        out = io.StringIO()
+        call_command("ingest_docs", str(corpus), stdout=out, stderr=io.StringIO())
+        second_seconds = time.perf_counter() - started
+        assert "0 chunks embedded" in out.getvalue(), out.getvalue()
+
+    raw_rate = len(texts) / raw_seconds
+    pipeline_rate = stored / first_seconds
+    result = {
+        "chunks": stored,
+        "raw_embedder_chunks_per_s": round(raw_rate, 2),
+        "pipeline_chunks_per_s": round(pipeline_rate, 2),
+        "pipeline_over_raw": round(pipeline_rate / raw_rate, 3),
+        "first_run_s": round(first_seconds, 2),
+        "unchanged_rerun_s": round(second_seconds, 3),
+        "rerun_fraction": round(second_seconds / first_seconds, 4),
+    }
+    assert stored == len(texts), (stored, len(texts))
+    print(f"chunks:                      {stored}")
+    print(f"raw embedder:                {raw_rate:8.2f} chunks/s  ({raw_seconds:.1f} s)")
+    print(f"ingest_docs pipeline:        {pipeline_rate:8.2f} chunks/s  ({first_seconds:.1f} s)")
+    print(f"pipeline / raw:              {result['pipeline_over_raw']:8.3f}   (target >= 0.8)")
+    print(
+        f"unchanged re-run:            {second_seconds:8.3f} s = "
+        f"{100 * result['rerun_fraction']:.2f}% of the first run   (target <= 5%)"
+    )
+    return result
+
+
+if __name__ == "__main__":
+    main()
