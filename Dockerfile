@@ -1,0 +1,22 @@
+# The app image: Python 3.12, dependencies from uv.lock, served by uvicorn.
+FROM python:3.12-slim
+
+ENV PYTHONUNBUFFERED=1 \
+    UV_PROJECT_ENVIRONMENT=/opt/venv \
+    UV_COMPILE_BYTECODE=1 \
+    PATH="/opt/venv/bin:$PATH"
+RUN pip install --no-cache-dir uv
+
+WORKDIR /app
+COPY pyproject.toml uv.lock .python-version ./
+RUN uv sync --frozen --no-dev --no-install-project
+COPY . .
+
+# PostgreSQL refuses to run as root, and nothing here needs root at run time.
+RUN useradd --create-home app && mkdir -p /app/.data && chown -R app /app/.data
+USER app
+
+EXPOSE 8000
+HEALTHCHECK --interval=10s --timeout=3s --retries=5 \
+  CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/healthz')"
+CMD ["python", "manage.py", "serve", "--host", "0.0.0.0", "--port", "8000"]
