@@ -1,0 +1,72 @@
+"""Trace events: the kinds a run emits, and the emitter that stores then publishes them.
+
+The `TraceEvent` table is the single source of truth for the live stream and for replay, so an
+event is always written first and published second: a subscriber can never see an event that a
+reload would not find again. Payload shapes are documented in docs/events.md.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from enum import StrEnum
+
+from django.db import transaction
+from django.db.models import Max
+
+from ragapp.models import QueryRun, TraceEvent
+
+
+class EventKind(StrEnum):
+    """Every kind of trace event, in the order a run usually emits them."""
+
+    RETRIEVE = "retrieve"  # one per retrieval: query, hits and their similarity
+    GRADE = "grade"  # one per graded document: score, verdict, reasoning
+    GRADE_DOCS = "grade_docs"  # after grading: how many passed, and the route taken
+    BROADEN = "broaden"  # the query was rewritten: old -> new
+    GENERATE = "generate"  # an answer was drafted (or the no-docs fallback used)
+    GRADE_ANSWER = "grade_answer"  # faithfulness verdict on the draft
+    REFINE = "refine"  # the answer was rewritten to drop unsupported claims
+    ANSWER = "answer"  # the final outcome: answer, verdict, sources, metadata
+    ERROR = "error"  # the run failed; the payload says why
+    DONE = "done"  # always last: the stream can close
+
+
+TERMINAL_KINDS = frozenset({EventKind.DONE})
+
+Subscriber = Callable[[TraceEvent], None]
+
+
+class RunEmitter:
+    """Appends numbered events (seq 1, 2, 3 ...) to one run, then tells subscribers."""
+
+    def __init__(self, run: QueryRun, subscribers: list[Subscriber] | None = None):
+        self.run = run
+        self._subscribers = list(subscribers or [])
+        self._lock = threading.Lock()
+        self._seq = TraceEvent.objects.filter(run=run).aggregate(m=Max("seq"))["m"] or 0
+
+    def subscribe(self, subscriber: Subscriber) -> None:
+        """Call `subscriber` with every event emitted from now on."""
+        self._subscribers.append(subscriber)
+
+    def emit(
+        self, kind: EventKind, payload: dict, *, node: str = "", duration_ms: float | None = None
+    ) -> TraceEvent:
+        """Store the event, then publish it once the row is committed."""
+        with self._lock:
+            self._seq += 1
+            event = TraceEvent.objects.create(
+                run=self.run,
+                seq=self._seq,
+                kind=str(kind),
+                node=node,
+                payload=payload,
+                duration_ms=None if duration_ms is None else round(duration_ms, 2),
+            )
+        transaction.on_commit(lambda: self._publish(event))
+        return event
+
+    def _publish(self, event: TraceEvent) -> None:
+        for subscriber in self._subscribers:
+            subscriber(event)

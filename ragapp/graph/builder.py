@@ -1,0 +1,52 @@
+"""The graph, wired in one place."""
+
+from __future__ import annotations
+
+from functools import cache
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+
+from ragapp.graph import nodes, routes
+from ragapp.graph.context import GraphContext
+from ragapp.graph.state import RAGState
+
+
+def _after_grade_docs(state: RAGState, runtime: Runtime[GraphContext]):
+    return routes.after_grade_docs(state, runtime.context.limits)
+
+
+def _after_grade_answer(state: RAGState, runtime: Runtime[GraphContext]):
+    return routes.after_grade_answer(state, runtime.context.limits)
+
+
+@cache
+def build_graph():
+    """Compile the self-correcting RAG graph (once per process; it holds no clients)."""
+    return (
+        StateGraph(RAGState, context_schema=GraphContext)
+        .add_node("retrieve", nodes.retrieve)
+        .add_node("grade_docs", nodes.grade_docs)
+        .add_node("broaden_query", nodes.broaden_query)
+        .add_node("generate", nodes.generate)
+        .add_node("grade_answer", nodes.grade_answer)
+        .add_node("refine_answer", nodes.refine_answer)
+        .add_edge(START, "retrieve")
+        .add_edge("retrieve", "grade_docs")
+        .add_conditional_edges(
+            "grade_docs",
+            _after_grade_docs,
+            {"generate": "generate", "broaden_query": "broaden_query"},
+        )
+        .add_edge("broaden_query", "retrieve")
+        .add_conditional_edges(
+            "generate", routes.after_generate, {"grade_answer": "grade_answer", "end": END}
+        )
+        .add_conditional_edges(
+            "grade_answer",
+            _after_grade_answer,
+            {"answered": END, "refine_answer": "refine_answer", "refused": END},
+        )
+        .add_edge("refine_answer", "grade_answer")
+        .compile()
+    )

@@ -1,0 +1,75 @@
+"""What the graph's nodes get injected: models, retriever, emitter, limits, usage accounting."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+from langchain_core.language_models import BaseChatModel
+
+from ragapp.events import RunEmitter
+
+if TYPE_CHECKING:
+    from ragapp.graph.state import RetrievedDoc
+
+
+class Retriever(Protocol):
+    """Finds the top-k chunks for a query."""
+
+    mode: str
+
+    def search(self, query: str, *, k: int) -> list[RetrievedDoc]: ...
+
+
+@dataclass(frozen=True)
+class ChatModels:
+    """The chat model for each job; they may all be the same model."""
+
+    generator: BaseChatModel
+    grader: BaseChatModel
+    broadener: BaseChatModel
+    structured_method: str = "json_schema"  # how with_structured_output asks for JSON
+    names: dict[str, str] = field(default_factory=dict)  # job -> model name, for metadata
+
+
+@dataclass(frozen=True)
+class GraphLimits:
+    """Thresholds and caps (the caps are enforced in the routers, not the nodes)."""
+
+    top_k: int = 5
+    relevance_threshold: float = 0.75
+    min_relevant_docs: int = 1
+    answer_confidence_threshold: float = 0.80
+    max_retrievals: int = 3
+    max_refinements: int = 1
+    grade_concurrency: int = 4
+
+
+@dataclass
+class Usage:
+    """Token counts per model, summed across calls from any thread."""
+
+    tokens: dict[str, dict[str, int]] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self, model: str, message) -> None:
+        """Count the usage reported on an AIMessage (if the server reported any)."""
+        meta = getattr(message, "usage_metadata", None) or {}
+        with self._lock:
+            entry = self.tokens.setdefault(model, {"input": 0, "output": 0, "calls": 0})
+            entry["input"] += int(meta.get("input_tokens", 0))
+            entry["output"] += int(meta.get("output_tokens", 0))
+            entry["calls"] += 1
+
+
+@dataclass
+class GraphContext:
+    """Run-scoped dependencies, passed as LangGraph's runtime context."""
+
+    models: ChatModels
+    retriever: Retriever
+    emitter: RunEmitter
+    limits: GraphLimits = field(default_factory=GraphLimits)
+    usage: Usage = field(default_factory=Usage)
+    timings: dict[str, float] = field(default_factory=dict)  # node -> total ms

@@ -1,0 +1,248 @@
+"""The six nodes. Each is `(state, runtime) -> partial state`; models and services come injected.
+
+Every node emits its trace events through the run's emitter and records its own duration.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+
+from django.db import close_old_connections
+from langgraph.runtime import Runtime
+
+from ragapp.events import EventKind
+from ragapp.graph import prompts
+from ragapp.graph.context import GraphContext
+from ragapp.graph.judges import structured_call, text_call
+from ragapp.graph.schemas import AnswerFaithfulness, BroadenedQuery, DocumentRelevance
+from ragapp.graph.state import AnswerGrade, DocGrade, RAGState, RetrievedDoc
+
+
+@contextmanager
+def _timed(ctx: GraphContext, node: str):
+    started = time.perf_counter()
+    timing = {"ms": 0.0}
+    try:
+        yield timing
+    finally:
+        timing["ms"] = (time.perf_counter() - started) * 1000
+        ctx.timings[node] = ctx.timings.get(node, 0.0) + timing["ms"]
+
+
+def retrieve(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
+    """Fetch the top-k chunks for the current (possibly broadened) query."""
+    ctx = runtime.context
+    iteration = state.get("iteration_count", 0) + 1
+    with _timed(ctx, "retrieve") as timing:
+        docs = ctx.retriever.search(state["query"], k=ctx.limits.top_k)
+    ctx.emitter.emit(
+        EventKind.RETRIEVE,
+        {
+            "query": state["query"],
+            "iteration": iteration,
+            "mode": ctx.retriever.mode,
+            "docs_found": len(docs),
+            "documents": [doc.summary() for doc in docs],
+            "duration_ms": round(timing["ms"], 1),
+        },
+        node="retrieve",
+        duration_ms=timing["ms"],
+    )
+    return {"documents": docs, "iteration_count": 1}
+
+
+def grade_docs(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
+    """Judge each document's relevance to the original question, concurrently (bounded)."""
+    ctx = runtime.context
+    docs = state.get("documents", [])
+    question = state["original_query"]  # relevance to what was asked, not to the search string
+    with _timed(ctx, "grade_docs") as timing:
+        if docs:
+            workers = max(1, min(ctx.limits.grade_concurrency, len(docs)))
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                grades = list(pool.map(lambda d: _grade_one(ctx, question, d), docs))
+        else:
+            grades = []
+    for number, grade in enumerate(grades, 1):
+        ctx.emitter.emit(
+            EventKind.GRADE,
+            {
+                "index": number,
+                "total": len(grades),
+                "document": grade.doc.summary(),
+                "score": round(grade.score, 3),
+                "relevant": grade.relevant,
+                "passed": grade.passed,
+                "reasoning": grade.reasoning,
+                "threshold": ctx.limits.relevance_threshold,
+            },
+            node="grade_docs",
+        )
+    passed = [g.doc for g in grades if g.passed]
+    ctx.emitter.emit(
+        EventKind.GRADE_DOCS,
+        {"passed": len(passed), "total": len(grades), "duration_ms": round(timing["ms"], 1)},
+        node="grade_docs",
+        duration_ms=timing["ms"],
+    )
+    return {"grades": grades, "filtered_documents": passed}
+
+
+def _grade_one(ctx: GraphContext, question: str, doc: RetrievedDoc) -> DocGrade:
+    try:
+        verdict = structured_call(
+            ctx.models.grader,
+            DocumentRelevance,
+            prompts.grade_document_messages(question, doc),
+            usage=ctx.usage,
+            method=ctx.models.structured_method,
+            task="grade_docs",
+        )
+    finally:
+        close_old_connections()  # this runs in a pool thread; never leak its connection
+    score = float(verdict.score)
+    return DocGrade(
+        doc=doc,
+        score=score,
+        relevant=bool(verdict.relevant),
+        reasoning=verdict.reasoning,
+        passed=score >= ctx.limits.relevance_threshold,
+    )
+
+
+def broaden_query(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
+    """Rewrite the search query more broadly; the question being answered stays the same."""
+    ctx = runtime.context
+    old = state["query"]
+    with _timed(ctx, "broaden_query") as timing:
+        result = structured_call(
+            ctx.models.broadener,
+            BroadenedQuery,
+            prompts.broaden_messages(state["original_query"], old),
+            usage=ctx.usage,
+            method=ctx.models.structured_method,
+            task="broaden_query",
+        )
+    new = " ".join(result.query.split()) or old
+    ctx.emitter.emit(
+        EventKind.BROADEN,
+        {
+            "old_query": old,
+            "new_query": new,
+            "reasoning": result.reasoning,
+            "iteration": state.get("iteration_count", 0),
+            "duration_ms": round(timing["ms"], 1),
+        },
+        node="broaden_query",
+        duration_ms=timing["ms"],
+    )
+    return {"query": new}
+
+
+def generate(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
+    """Answer the original question from the filtered documents only, or fall back honestly."""
+    ctx = runtime.context
+    docs = state.get("filtered_documents", [])
+    if not docs:
+        # Nothing relevant: a model would answer anyway, from thin air. It is not asked.
+        ctx.emitter.emit(
+            EventKind.GENERATE,
+            {"fallback": True, "sources": [], "answer_chars": len(prompts.FALLBACK_ANSWER)},
+            node="generate",
+        )
+        return {"generation": prompts.FALLBACK_ANSWER, "fallback": True}
+    with _timed(ctx, "generate") as timing:
+        answer = text_call(
+            ctx.models.generator,
+            prompts.generate_messages(state["original_query"], docs),
+            usage=ctx.usage,
+        )
+    ctx.emitter.emit(
+        EventKind.GENERATE,
+        {
+            "fallback": False,
+            "sources": [doc.summary() for doc in docs],
+            "answer_chars": len(answer),
+            "duration_ms": round(timing["ms"], 1),
+        },
+        node="generate",
+        duration_ms=timing["ms"],
+    )
+    return {"generation": answer, "fallback": False}
+
+
+def grade_answer(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
+    """Judge whether every claim of the answer is supported by its sources."""
+    ctx = runtime.context
+    with _timed(ctx, "grade_answer") as timing:
+        verdict = structured_call(
+            ctx.models.grader,
+            AnswerFaithfulness,
+            prompts.grade_answer_messages(
+                state["original_query"], state["generation"], state["filtered_documents"]
+            ),
+            usage=ctx.usage,
+            method=ctx.models.structured_method,
+            task="grade_answer",
+        )
+    score = float(verdict.faithfulness_score)
+    grade = AnswerGrade(
+        faithfulness_score=score,
+        hallucination_risk=verdict.hallucination_risk,
+        problematic_claims=list(verdict.problematic_claims),
+        refinement_suggestion=verdict.refinement_suggestion or "",
+        reasoning=verdict.reasoning,
+        # A "high" risk contradicts a high score; either one failing means not faithful.
+        faithful=score >= ctx.limits.answer_confidence_threshold
+        and verdict.hallucination_risk != "high",
+    )
+    ctx.emitter.emit(
+        EventKind.GRADE_ANSWER,
+        {
+            "faithfulness_score": round(score, 3),
+            "hallucination_risk": grade.hallucination_risk,
+            "problematic_claims": grade.problematic_claims,
+            "refinement_suggestion": grade.refinement_suggestion,
+            "reasoning": grade.reasoning,
+            "faithful": grade.faithful,
+            "threshold": ctx.limits.answer_confidence_threshold,
+            "after_refinement": state.get("correction_count", 0) > 0,
+            "duration_ms": round(timing["ms"], 1),
+        },
+        node="grade_answer",
+        duration_ms=timing["ms"],
+    )
+    return {"answer_grade": grade}
+
+
+def refine_answer(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
+    """Rewrite the answer to drop or qualify the claims the grader flagged."""
+    ctx = runtime.context
+    grade = state["answer_grade"]
+    before = state["generation"]
+    with _timed(ctx, "refine_answer") as timing:
+        after = text_call(
+            ctx.models.generator,
+            prompts.refine_messages(
+                state["original_query"],
+                before,
+                state["filtered_documents"],
+                grade.problematic_claims,
+                grade.refinement_suggestion,
+            ),
+            usage=ctx.usage,
+        )
+    ctx.emitter.emit(
+        EventKind.REFINE,
+        {
+            "problematic_claims": grade.problematic_claims,
+            "before_chars": len(before),
+            "after_chars": len(after),
+            "duration_ms": round(timing["ms"], 1),
+        },
+        node="refine_answer",
+        duration_ms=timing["ms"],
+    )
+    return {"generation": after or before, "correction_count": 1}

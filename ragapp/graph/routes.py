@@ -1,0 +1,36 @@
+"""Routers: pure functions of state and limits. The loop caps live here, not in the nodes."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from ragapp.graph.context import GraphLimits
+from ragapp.graph.state import RAGState
+
+
+def after_grade_docs(
+    state: RAGState, limits: GraphLimits
+) -> Literal["generate", "broaden_query"]:
+    """Enough relevant documents: generate. Otherwise broaden, until the last retrieval."""
+    if len(state.get("filtered_documents", [])) >= limits.min_relevant_docs:
+        return "generate"
+    if state.get("iteration_count", 0) < limits.max_retrievals:
+        return "broaden_query"
+    return "generate"  # force-pass: generate answers honestly from what passed, maybe nothing
+
+
+def after_generate(state: RAGState) -> Literal["grade_answer", "end"]:
+    """The no-docs fallback is not a model answer: there is nothing to grade."""
+    return "end" if state.get("fallback") else "grade_answer"
+
+
+def after_grade_answer(
+    state: RAGState, limits: GraphLimits
+) -> Literal["answered", "refine_answer", "refused"]:
+    """Faithful: done. Unfaithful: refine once; still unfaithful after that: refuse."""
+    grade = state.get("answer_grade")
+    if grade is not None and grade.faithful:
+        return "answered"
+    if state.get("correction_count", 0) < limits.max_refinements:
+        return "refine_answer"
+    return "refused"

@@ -1,0 +1,66 @@
+"""The graph's typed state: what flows between the six nodes."""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import asdict, dataclass
+from typing import Annotated, TypedDict
+
+
+@dataclass(frozen=True)
+class RetrievedDoc:
+    """A chunk as the graph sees it: text plus where it came from and how close it was."""
+
+    chunk_id: int
+    document_id: int
+    title: str
+    source_path: str
+    heading_path: str
+    text: str
+    similarity: float
+    has_code: bool = False
+
+    def summary(self) -> dict:
+        """The document's identity for trace payloads (no full text)."""
+        data = asdict(self)
+        data.pop("text")
+        data["similarity"] = round(self.similarity, 4)
+        return data
+
+
+@dataclass(frozen=True)
+class DocGrade:
+    """The relevance judgment of one retrieved document."""
+
+    doc: RetrievedDoc
+    score: float
+    relevant: bool
+    reasoning: str
+    passed: bool
+
+
+@dataclass(frozen=True)
+class AnswerGrade:
+    """The faithfulness judgment of an answer against its sources."""
+
+    faithfulness_score: float
+    hallucination_risk: str  # low | medium | high
+    problematic_claims: list[str]
+    refinement_suggestion: str
+    reasoning: str
+    faithful: bool
+
+
+class RAGState(TypedDict, total=False):
+    """State channels. Counters add up across nodes; everything else is replaced."""
+
+    query: str  # what retrieval searches for; broaden_query rewrites it
+    original_query: str  # what the user asked; never changed, always what is answered
+    documents: list[RetrievedDoc]  # the latest retrieval's hits
+    grades: list[DocGrade]  # the latest grading, one per document
+    filtered_documents: list[RetrievedDoc]  # the hits that passed grading
+    generation: str  # the current answer
+    fallback: bool  # True when generation is the honest no-docs message
+    answer_grade: AnswerGrade | None
+    iteration_count: Annotated[int, operator.add]  # retrievals so far
+    correction_count: Annotated[int, operator.add]  # refinements so far

@@ -1,0 +1,144 @@
+"""A deterministic chat model for tests: scripted judgments, no network, every route reachable.
+
+It reads the same prompts the real models get (documents, question, draft answer) and answers
+through the same LangChain interfaces (`invoke`, `with_structured_output(..., include_raw=True)`),
+so the graph cannot tell it apart from a real model. Scripts decide the verdicts.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import RunnableLambda
+from pydantic import BaseModel, ConfigDict
+
+from ragapp.graph.schemas import AnswerFaithfulness, BroadenedQuery, DocumentRelevance
+
+_DOC = re.compile(r"<document[^>]*>\n(.*?)\n</document>", re.S)
+_QUESTION = re.compile(r"^Question: (.*)$", re.M)
+_ANSWER = re.compile(r"<answer>\n(.*?)\n</answer>", re.S)
+_USER_ASKED = re.compile(r"^The user asked: (.*)$", re.M)
+_QUERY_WAS = re.compile(r"^The search query was: (.*)$", re.M)
+_WORDS = re.compile(r"[a-z0-9]+")
+_STOP = frozenset("the a an and or of to in on for is are how do does what which with can i my".split())
+
+
+def word_overlap(question: str, text: str) -> float:
+    """Share of the question's content words that occur in `text` (the default relevance)."""
+    wanted = {w for w in _WORDS.findall(question.lower()) if w not in _STOP and len(w) > 2}
+    if not wanted:
+        return 0.0
+    present = set(_WORDS.findall(text.lower()))
+    return len(wanted & present) / len(wanted)
+
+
+def _default_generate(question: str, docs: list[str]) -> str:
+    first = docs[0].strip().splitlines()[-1] if docs else ""
+    return f"According to the documentation, {first[:200]} [1]"
+
+
+def _default_broaden(original: str, query: str) -> str:
+    words = [w for w in query.split() if not any(ch.isdigit() for ch in w)]
+    return " ".join(words[:4]) if words else original
+
+
+@dataclass
+class FakeScript:
+    """What the fake model answers. Each hook may be replaced by a test."""
+
+    relevance: Callable[[str, str], float] = word_overlap  # (question, document) -> score
+    faithfulness: Callable[[str, list[str]], float] = lambda answer, docs: 0.95  # noqa: E731
+    generate: Callable[[str, list[str]], str] = _default_generate
+    refine: Callable[[str, list[str]], str] = lambda answer, claims: answer + " (refined)"  # noqa: E731
+    broaden: Callable[[str, str], str] = _default_broaden
+    invalid_output_for: set[str] = field(default_factory=set)  # schema names answering garbage
+    calls: list[str] = field(default_factory=list)  # task names, in call order
+
+
+class FakeChatModel(BaseChatModel):
+    """The scripted model; `name` shows up in run metadata like a real model name."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    script: FakeScript
+    model_name: str = "fake-chat"
+
+    @property
+    def _llm_type(self) -> str:
+        return "fake-chat"
+
+    def _generate(self, messages: list[BaseMessage], stop=None, run_manager=None, **kwargs):
+        prompt = messages[-1].content
+        docs = _DOC.findall(prompt)
+        answer = _ANSWER.search(prompt)
+        if answer:  # refine_answer: the prompt carries the draft and the flagged claims
+            self.script.calls.append("refine")
+            claims = re.findall(r"^- (.*)$", prompt, re.M)
+            text = self.script.refine(answer.group(1), claims)
+        else:
+            self.script.calls.append("generate")
+            text = self.script.generate(_first(_QUESTION, prompt), docs)
+        return ChatResult(generations=[ChatGeneration(message=_message(prompt, text))])
+
+    def with_structured_output(self, schema, *, include_raw: bool = False, **kwargs: Any):
+        """Answer with a `schema` instance computed by the script."""
+
+        def judge(messages: list[BaseMessage]) -> Any:
+            prompt = messages[-1].content
+            self.script.calls.append(schema.__name__)
+            if schema.__name__ in self.script.invalid_output_for:
+                raw = _message(prompt, "this is not JSON")
+                return {"raw": raw, "parsed": None, "parsing_error": ValueError("not JSON")}
+            parsed = self._judgment(schema, prompt)
+            raw = _message(prompt, parsed.model_dump_json())
+            return {"raw": raw, "parsed": parsed, "parsing_error": None} if include_raw else parsed
+
+        return RunnableLambda(judge)
+
+    def _judgment(self, schema: type[BaseModel], prompt: str) -> BaseModel:
+        if schema is DocumentRelevance:
+            docs = _DOC.findall(prompt)
+            score = float(self.script.relevance(_first(_QUESTION, prompt), docs[0] if docs else ""))
+            relevant = score >= 0.5
+            return DocumentRelevance(
+                reasoning=f"word overlap judged {'relevant' if relevant else 'not relevant'}",
+                relevant=relevant,
+                score=max(0.0, min(1.0, score)),
+            )
+        if schema is AnswerFaithfulness:
+            answer = _ANSWER.search(prompt)
+            score = float(self.script.faithfulness(answer.group(1) if answer else "", _DOC.findall(prompt)))
+            risk = "low" if score >= 0.8 else "medium" if score >= 0.5 else "high"
+            return AnswerFaithfulness(
+                reasoning="scripted",
+                problematic_claims=[] if risk == "low" else ["an unsupported claim"],
+                faithfulness_score=max(0.0, min(1.0, score)),
+                hallucination_risk=risk,
+                refinement_suggestion="" if risk == "low" else "remove the unsupported claim",
+            )
+        if schema is BroadenedQuery:
+            query = self.script.broaden(_first(_USER_ASKED, prompt), _first(_QUERY_WAS, prompt))
+            return BroadenedQuery(reasoning="scripted", query=query)
+        raise TypeError(f"FakeChatModel has no script for {schema.__name__}")
+
+
+def _first(pattern: re.Pattern, text: str) -> str:
+    match = pattern.search(text)
+    return match.group(1).strip() if match else ""
+
+
+def _message(prompt: str, text: str) -> AIMessage:
+    tokens_in, tokens_out = len(prompt.split()), len(text.split())
+    return AIMessage(
+        content=text,
+        usage_metadata={
+            "input_tokens": tokens_in,
+            "output_tokens": tokens_out,
+            "total_tokens": tokens_in + tokens_out,
+        },
+    )
