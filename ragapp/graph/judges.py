@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import logging
 
+from langchain_core.exceptions import OutputParserException
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from ragapp.graph.context import Usage
 
@@ -21,7 +22,9 @@ class JudgeError(Exception):
 
 def model_name(model: BaseChatModel) -> str:
     """The model's name as reported in metadata."""
-    return getattr(model, "model_name", None) or getattr(model, "model", None) or type(model).__name__
+    return (
+        getattr(model, "model_name", None) or getattr(model, "model", None) or type(model).__name__
+    )
 
 
 def structured_call[T: BaseModel](
@@ -37,7 +40,13 @@ def structured_call[T: BaseModel](
     runnable = model.with_structured_output(schema, method=method, include_raw=True)
     problem: object = None
     for attempt in range(1, STRUCTURED_ATTEMPTS + 1):
-        result = runnable.invoke(messages)
+        try:
+            result = runnable.invoke(messages)
+        except (OutputParserException, ValidationError, ValueError) as exc:
+            # Some parsers raise instead of reporting `parsing_error`; it is the same failure.
+            problem = exc
+            logger.warning("%s: invalid structured output (attempt %d): %s", task, attempt, exc)
+            continue
         raw = result.get("raw")
         if raw is not None:
             usage.add(model_name(model), raw)
@@ -55,5 +64,7 @@ def text_call(model: BaseChatModel, messages: list[BaseMessage], *, usage: Usage
     usage.add(model_name(model), message)
     content = message.content
     if isinstance(content, list):  # some servers return content parts
-        content = "".join(part.get("text", "") if isinstance(part, dict) else str(part) for part in content)
+        content = "".join(
+            part.get("text", "") if isinstance(part, dict) else str(part) for part in content
+        )
     return str(content).strip()

@@ -102,7 +102,7 @@ def _grade_one(ctx: GraphContext, question: str, doc: RetrievedDoc) -> DocGrade:
         )
     finally:
         close_old_connections()  # this runs in a pool thread; never leak its connection
-    score = float(verdict.score)
+    score = min(1.0, max(0.0, float(verdict.score)))
     return DocGrade(
         doc=doc,
         score=score,
@@ -187,7 +187,7 @@ def grade_answer(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
             method=ctx.models.structured_method,
             task="grade_answer",
         )
-    score = float(verdict.faithfulness_score)
+    score = min(1.0, max(0.0, float(verdict.faithfulness_score)))
     grade = AnswerGrade(
         faithfulness_score=score,
         hallucination_risk=verdict.hallucination_risk,

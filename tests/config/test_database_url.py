@@ -43,8 +43,17 @@ def server_without_pgvector():
         **run_as,
     )
     subprocess.run(
-        [bin_dir / "pg_ctl", "-D", pgdata, "-w", "-l", work / "log",
-         "-o", f"-h '' -k {sockets}", "start"],
+        [
+            bin_dir / "pg_ctl",
+            "-D",
+            pgdata,
+            "-w",
+            "-l",
+            work / "log",
+            "-o",
+            f"-h '' -k {sockets}",
+            "start",
+        ],
         check=True,
         capture_output=True,
         **run_as,

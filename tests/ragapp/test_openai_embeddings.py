@@ -6,9 +6,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-FAST = {"retry-after-ms": "10"}  # the openai client honours it: keeps retry tests quick
-
 from ragapp.providers.openai_embeddings import OpenAICompatibleEmbeddings
+
+FAST = {"retry-after-ms": "10"}  # the openai client honours it: keeps retry tests quick
 
 
 class EmbeddingServer(ThreadingHTTPServer):
@@ -28,7 +28,8 @@ class EmbeddingHandler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        self.server.requests.append({"path": self.path, "body": body, "auth": self.headers["Authorization"]})
+        auth = self.headers["Authorization"]
+        self.server.requests.append({"path": self.path, "body": body, "auth": auth})
         if self.server.failures:
             status, headers = self.server.failures.pop(0)
             self.send_response(status)
@@ -43,8 +44,12 @@ class EmbeddingHandler(BaseHTTPRequestHandler):
             {"object": "embedding", "index": i, "embedding": [float(len(text)), 1.0, 0.0]}
             for i, text in enumerate(inputs)
         ]
-        payload = {"object": "list", "data": data, "model": body["model"],
-                   "usage": {"prompt_tokens": 1, "total_tokens": 1}}
+        payload = {
+            "object": "list",
+            "data": data,
+            "model": body["model"],
+            "usage": {"prompt_tokens": 1, "total_tokens": 1},
+        }
         encoded = json.dumps(payload).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -80,7 +85,8 @@ def test_texts_are_sent_in_batches_in_order(serve):
     texts = ["a", "bb", "ccc", "dddd", "eeeee"]
     vectors = provider(server).embed_documents(texts)
     assert [v[0] for v in vectors] == [1.0, 2.0, 3.0, 4.0, 5.0]
-    assert [r["body"]["input"] for r in server.requests] == [["a", "bb"], ["ccc", "dddd"], ["eeeee"]]
+    batches = [r["body"]["input"] for r in server.requests]
+    assert batches == [["a", "bb"], ["ccc", "dddd"], ["eeeee"]]
     assert {r["path"] for r in server.requests} == {"/v1/embeddings"}
     assert server.requests[0]["auth"] == "Bearer sk-test"
     assert server.requests[0]["body"]["model"] == "text-embedding-3-small"
@@ -95,7 +101,7 @@ def test_429_and_5xx_are_retried_with_backoff(serve):
 
 def test_retries_are_bounded_and_the_error_surfaces(serve):
     server = serve(failures=[(500, FAST)] * 20)
-    with pytest.raises(Exception, match="500|Internal|try later"):
+    with pytest.raises(Exception, match=r"500|Internal|try later"):
         provider(server).embed_documents(["x"])
     assert len(server.requests) == 7  # the first try plus MAX_RETRIES
 

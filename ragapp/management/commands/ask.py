@@ -1,0 +1,52 @@
+"""`manage.py ask "question"`: run one question and watch the trace as it happens."""
+
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
+
+from ragapp.runner import execute_run
+from ragapp.services import run_create
+from ragapp.trace_text import describe
+
+
+class Command(BaseCommand):
+    help = (
+        "Ask the assistant one question: prints the reasoning trace live, then the answer, its "
+        "verdict and sources. The run is stored like any other."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("question")
+
+    def handle(self, *args, question, **options):
+        try:
+            run = run_create(query=question)
+        except ValidationError as exc:
+            raise CommandError(" ".join(exc.messages)) from None
+
+        def show(event):
+            self.stdout.write(f"[{event.seq:>2}] {describe(event.kind, event.payload)}")
+            self.stdout.flush()
+
+        execute_run(run, subscribers=[show])
+        run.refresh_from_db()
+        self.stdout.write("")
+        if run.status == run.Status.FAILED:
+            raise CommandError(f"The run failed: {run.error}")
+        self.stdout.write(run.answer)
+        self.stdout.write("")
+        meta = run.response_metadata
+        if run.faithfulness_score is not None:
+            refined = ", refined" if meta.get("refined") else ""
+            self.stdout.write(
+                f"Verdict: {run.status}, faithfulness {run.faithfulness_score:.2f}, "
+                f"risk {run.hallucination_risk}{refined}"
+            )
+        else:
+            self.stdout.write(f"Verdict: {run.status} ({meta.get('refusal_reason', '')})")
+        for source in meta.get("sources", []):
+            self.stdout.write(
+                f"  [{source['n']}] {source['source_path']} > {source['heading_path']} "
+                f"(similarity {source['similarity']:.2f})"
+            )
+        tokens = sum(t["input"] + t["output"] for t in meta.get("tokens", {}).values())
+        self.stdout.write(f"{meta.get('total_ms', 0) / 1000:.1f} s, {tokens} tokens, run {run.pk}")

@@ -1,0 +1,162 @@
+"""Execute one run: the graph, its trace, and the run row's final state. Never leaves it hanging."""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+
+from django.conf import settings
+
+from ragapp.events import EventKind, RunEmitter, Subscriber
+from ragapp.graph.builder import build_graph
+from ragapp.graph.context import ChatModels, GraphContext, GraphLimits
+from ragapp.graph.prompts import FALLBACK_ANSWER
+from ragapp.models import QueryRun
+from ragapp.pricing import estimate_cost
+from ragapp.providers import get_embeddings
+from ragapp.providers.chat import get_chat_models
+from ragapp.retrieval import build_retriever
+from ragapp.services import run_fail, run_finish, run_start
+
+logger = logging.getLogger(__name__)
+_CITATION = re.compile(r"\[(\d{1,2})\]")
+
+
+def limits_from_settings() -> GraphLimits:
+    """The thresholds and caps configured by RAG_* settings."""
+    return GraphLimits(
+        top_k=settings.RAG_TOP_K,
+        relevance_threshold=settings.RAG_RELEVANCE_THRESHOLD,
+        min_relevant_docs=settings.RAG_MIN_RELEVANT_DOCS,
+        answer_confidence_threshold=settings.RAG_ANSWER_CONFIDENCE_THRESHOLD,
+        grade_concurrency=settings.RAG_GRADE_CONCURRENCY,
+    )
+
+
+def execute_run(
+    run: QueryRun,
+    *,
+    models: ChatModels | None = None,
+    retriever=None,
+    limits: GraphLimits | None = None,
+    subscribers: list[Subscriber] | None = None,
+) -> QueryRun:
+    """Run the graph for `run`, storing every event; the run ends answered, refused or failed."""
+    emitter = RunEmitter(run, subscribers)
+    run_start(run=run)
+    started = time.perf_counter()
+    context = None
+    try:
+        embeddings = get_embeddings()
+        context = GraphContext(
+            models=models or get_chat_models(),
+            retriever=retriever
+            or build_retriever(mode=settings.RAG_RETRIEVAL_MODE, embeddings=embeddings),
+            emitter=emitter,
+            limits=limits or limits_from_settings(),
+        )
+        final = build_graph().invoke(
+            {
+                "query": run.query,
+                "original_query": run.query,
+                "iteration_count": 0,
+                "correction_count": 0,
+            },
+            context=context,
+        )
+        _finish(run, final, context, emitter, started, embeddings.model_id)
+    except Exception as exc:  # any failure must end the run, visibly, never leave it running
+        logger.exception("run %s failed", run.pk)
+        message = f"{type(exc).__name__}: {exc}"
+        emitter.emit(EventKind.ERROR, {"message": message})
+        metadata = _metadata(context, started, None) if context else None
+        run_fail(run=run, error=message, response_metadata=metadata)
+        emitter.emit(EventKind.DONE, {"status": run.status})
+    return run
+
+
+def _finish(run, final, context, emitter, started, embedding_model) -> None:
+    grade = final.get("answer_grade")
+    docs = final.get("filtered_documents", [])
+    draft = final.get("generation", "")
+    if final.get("fallback"):
+        status, answer, reason = QueryRun.Status.REFUSED, FALLBACK_ANSWER, "no_relevant_documents"
+    elif grade is not None and grade.faithful:
+        status, answer, reason = QueryRun.Status.ANSWERED, draft, ""
+    else:
+        status, reason = QueryRun.Status.REFUSED, "unfaithful"
+        answer = _refusal_text(grade)
+    cited = {int(n) for n in _CITATION.findall(draft)}
+    sources = (
+        [{"n": n, "cited": n in cited, **doc.summary()} for n, doc in enumerate(docs, 1)]
+        if status == QueryRun.Status.ANSWERED
+        else []
+    )
+    metadata = _metadata(context, started, embedding_model)
+    metadata.update(
+        refusal_reason=reason,
+        refined=final.get("correction_count", 0) > 0,
+        sources=sources,
+        draft_answer=draft if status == QueryRun.Status.REFUSED and reason == "unfaithful" else "",
+    )
+    emitter.emit(
+        EventKind.ANSWER,
+        {
+            "status": str(status),
+            "answer": answer,
+            "faithfulness_score": grade.faithfulness_score if grade else None,
+            "hallucination_risk": grade.hallucination_risk if grade else "",
+            "problematic_claims": grade.problematic_claims if grade else [],
+            "refined": metadata["refined"],
+            "refusal_reason": reason,
+            "sources": sources,
+            "metadata": {k: metadata[k] for k in ("total_ms", "tokens", "cost_usd", "models")},
+        },
+        node="",
+    )
+    run_finish(
+        run=run,
+        status=status,
+        answer=answer,
+        faithfulness_score=grade.faithfulness_score if grade else None,
+        hallucination_risk=grade.hallucination_risk if grade else "",
+        iteration_count=final.get("iteration_count", 0),
+        correction_count=final.get("correction_count", 0),
+        response_metadata=metadata,
+    )
+    emitter.emit(EventKind.DONE, {"status": str(status)})
+
+
+def _refusal_text(grade) -> str:
+    claims = "; ".join(grade.problematic_claims) if grade and grade.problematic_claims else ""
+    detail = f" Unsupported claims: {claims}." if claims else ""
+    return (
+        "I can't give a reliable answer to this question: even after one revision, my draft "
+        "made claims the documentation does not support, so I am not showing it."
+        f"{detail} Try rephrasing the question, or check the documentation directly."
+    )
+
+
+def _metadata(context: GraphContext, started: float, embedding_model: str | None) -> dict:
+    limits = context.limits
+    return {
+        "total_ms": round((time.perf_counter() - started) * 1000, 1),
+        "node_ms": {node: round(ms, 1) for node, ms in context.timings.items()},
+        "tokens": context.usage.tokens,
+        "cost_usd": estimate_cost(context.usage.tokens, provider=settings.RAG_CHAT_PROVIDER),
+        "models": {
+            "provider": settings.RAG_CHAT_PROVIDER,
+            **context.models.names,
+            "embedding": embedding_model,
+        },
+        "settings": {
+            "top_k": limits.top_k,
+            "relevance_threshold": limits.relevance_threshold,
+            "min_relevant_docs": limits.min_relevant_docs,
+            "answer_confidence_threshold": limits.answer_confidence_threshold,
+            "max_retrievals": limits.max_retrievals,
+            "max_refinements": limits.max_refinements,
+            "retrieval_mode": context.retriever.mode,
+        },
+    }

@@ -1,0 +1,20 @@
+"""Writes. Each function is `<entity>_<action>` with keyword-only arguments."""
+
+from ragapp.services.index import embedding_index_prepare, embedding_index_reembed
+from ragapp.services.runs import (
+    IllegalTransition,
+    run_create,
+    run_fail,
+    run_finish,
+    run_start,
+)
+
+__all__ = [
+    "IllegalTransition",
+    "embedding_index_prepare",
+    "embedding_index_reembed",
+    "run_create",
+    "run_fail",
+    "run_finish",
+    "run_start",
+]

@@ -1,0 +1,98 @@
+"""Writes: query runs and their status. Status moves only here, and only along legal edges."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from ragapp.models import QueryRun
+
+Status = QueryRun.Status
+
+# queued -> running -> answered | refused | failed; a queued run may also fail (never started).
+LEGAL_TRANSITIONS: dict[str, frozenset[str]] = {
+    Status.QUEUED: frozenset({Status.RUNNING, Status.FAILED}),
+    Status.RUNNING: frozenset({Status.ANSWERED, Status.REFUSED, Status.FAILED}),
+    Status.ANSWERED: frozenset(),
+    Status.REFUSED: frozenset(),
+    Status.FAILED: frozenset(),
+}
+
+
+class IllegalTransition(Exception):
+    """A status change the run's lifecycle does not allow."""
+
+
+def clean_query(query: object) -> str:
+    """The query as stored: a non-empty string within RAG_MAX_QUERY_CHARS, else ValidationError."""
+    if not isinstance(query, str):
+        raise ValidationError("The query must be text.")
+    if "\x00" in query:
+        raise ValidationError("The query must not contain NUL characters.")
+    if not query.strip():
+        raise ValidationError("The query is empty.")
+    if len(query) > settings.RAG_MAX_QUERY_CHARS:
+        limit = settings.RAG_MAX_QUERY_CHARS
+        raise ValidationError(f"The query is {len(query):,} characters; the limit is {limit:,}.")
+    return query
+
+
+def run_create(*, query: str, owner=None) -> QueryRun:
+    """Create a queued run for `query` (validated)."""
+    return QueryRun.objects.create(query=clean_query(query), owner=owner)
+
+
+def _move(run: QueryRun, target: str, **fields) -> QueryRun:
+    with transaction.atomic():
+        locked = QueryRun.objects.select_for_update().get(pk=run.pk)
+        if target not in LEGAL_TRANSITIONS[locked.status]:
+            raise IllegalTransition(f"run {run.pk}: {locked.status} -> {target} is not allowed")
+        locked.status = target
+        for name, value in fields.items():
+            setattr(locked, name, value)
+        locked.save(update_fields=["status", *fields])
+    for name in ("status", *fields):
+        setattr(run, name, getattr(locked, name))
+    return run
+
+
+def run_start(*, run: QueryRun) -> QueryRun:
+    """queued -> running."""
+    return _move(run, Status.RUNNING, started_at=timezone.now())
+
+
+def run_finish(
+    *,
+    run: QueryRun,
+    status: str,
+    answer: str,
+    faithfulness_score: float | None,
+    hallucination_risk: str,
+    iteration_count: int,
+    correction_count: int,
+    response_metadata: dict,
+) -> QueryRun:
+    """running -> answered | refused, with the outcome."""
+    if status not in (Status.ANSWERED, Status.REFUSED):
+        raise IllegalTransition(f"run_finish needs answered or refused, not {status}")
+    return _move(
+        run,
+        status,
+        answer=answer,
+        faithfulness_score=faithfulness_score,
+        hallucination_risk=hallucination_risk,
+        iteration_count=iteration_count,
+        correction_count=correction_count,
+        response_metadata=response_metadata,
+        finished_at=timezone.now(),
+    )
+
+
+def run_fail(*, run: QueryRun, error: str, response_metadata: dict | None = None) -> QueryRun:
+    """queued | running -> failed, saying why."""
+    fields = {"error": error[:5000], "finished_at": timezone.now()}
+    if response_metadata is not None:
+        fields["response_metadata"] = response_metadata
+    return _move(run, Status.FAILED, **fields)
