@@ -1,0 +1,170 @@
+"""The whole graph with scripted fake models, end to end through the database."""
+
+import pytest
+
+from ragapp.graph.context import GraphLimits
+from ragapp.models import QueryRun, TraceEvent
+from ragapp.runner import execute_run
+from ragapp.services import run_create
+
+pytestmark = pytest.mark.django_db
+
+LIMITS = GraphLimits(top_k=2)
+
+
+def kinds(run) -> list[str]:
+    return list(TraceEvent.objects.filter(run=run).order_by("seq").values_list("kind", flat=True))
+
+
+def payloads(run, kind) -> list[dict]:
+    return [e.payload for e in TraceEvent.objects.filter(run=run, kind=kind).order_by("seq")]
+
+
+def ask(question, models, **limits):
+    run = run_create(query=question)
+    execute_run(run, models=models, limits=GraphLimits(**{"top_k": 2, **limits}))
+    run.refresh_from_db()
+    return run
+
+
+def test_answered_directly(knowledge_base, models, script):
+    script.relevance = lambda question, doc: 0.9 if "beta" in doc.lower() else 0.1
+    run = ask("How do I start the beta service?", models)
+
+    assert kinds(run) == [
+        "retrieve",
+        "grade",
+        "grade",
+        "grade_docs",
+        "generate",
+        "grade_answer",
+        "answer",
+        "done",
+    ]
+    assert list(TraceEvent.objects.filter(run=run).values_list("seq", flat=True)) == list(
+        range(1, 9)
+    )
+    assert run.status == QueryRun.Status.ANSWERED
+    assert run.answer.startswith("According to the documentation")
+    assert run.faithfulness_score == pytest.approx(0.95)
+    assert run.hallucination_risk == "low"
+    assert (run.iteration_count, run.correction_count) == (1, 0)
+    sources = run.response_metadata["sources"]
+    assert sources and {s["source_path"] for s in sources} == {"docs/beta.md"}
+    assert sources[0]["n"] == 1 and sources[0]["cited"] is True
+    assert run.response_metadata["tokens"]["fake-chat"]["calls"] == 4  # 2 grades, generate, judge
+    assert set(run.response_metadata["node_ms"]) == {
+        "retrieve",
+        "grade_docs",
+        "generate",
+        "grade_answer",
+    }
+    assert run.response_metadata["settings"]["top_k"] == 2
+    grade_events = payloads(run, "grade")
+    assert [g["index"] for g in grade_events] == [1, 2] and grade_events[0]["total"] == 2
+    assert run.started_at and run.finished_at and run.error == ""
+
+
+def test_answered_after_broadening_and_original_query_never_changes(knowledge_base, models, script):
+    question = "alpha 2.3 installer prefix"
+    script.relevance = lambda q, doc: 0.9 if "port 9000" in doc else 0.0
+    script.broaden = lambda original, query: "beta service port"
+    script.generate = lambda q, docs: f"Answering: {q} [1]"
+    run = ask(question, models)
+
+    assert kinds(run)[:7] == [
+        "retrieve",
+        "grade",
+        "grade",
+        "grade_docs",
+        "broaden",
+        "retrieve",
+        "grade",
+    ]
+    broaden = payloads(run, "broaden")[0]
+    assert (broaden["old_query"], broaden["new_query"]) == (question, "beta service port")
+    retrieves = payloads(run, "retrieve")
+    assert [r["query"] for r in retrieves] == [question, "beta service port"]
+    assert run.query == question
+    assert run.status == QueryRun.Status.ANSWERED
+    assert run.iteration_count == 2
+    assert run.answer == f"Answering: {question} [1]"  # generate answers the original question
+
+
+def test_force_pass_on_the_third_retrieval_gives_the_fallback_without_a_model_call(
+    knowledge_base, models, script
+):
+    script.relevance = lambda q, doc: 0.0
+    run = ask("What is the refund policy for enterprise customers?", models)
+
+    assert kinds(run).count("retrieve") == 3
+    assert kinds(run).count("broaden") == 2
+    assert kinds(run)[-3:] == ["generate", "answer", "done"]
+    assert payloads(run, "generate")[0]["fallback"] is True
+    assert "generate" not in script.calls and "AnswerFaithfulness" not in script.calls
+    assert run.status == QueryRun.Status.REFUSED
+    assert run.answer.startswith("I could not find relevant documentation")
+    assert run.response_metadata["refusal_reason"] == "no_relevant_documents"
+    assert run.iteration_count == 3
+
+
+def test_refined_once_then_answered(knowledge_base, models, script):
+    scores = iter([0.5, 0.9])
+    script.relevance = lambda q, doc: 1.0
+    script.faithfulness = lambda answer, docs: next(scores)
+    run = ask("How do beta logs rotate?", models)
+
+    assert kinds(run)[-6:] == [
+        "generate",
+        "grade_answer",
+        "refine",
+        "grade_answer",
+        "answer",
+        "done",
+    ]
+    assert run.status == QueryRun.Status.ANSWERED
+    assert run.correction_count == 1
+    assert run.answer.endswith("(refined)")
+    assert run.response_metadata["refined"] is True
+    assert payloads(run, "grade_answer")[1]["after_refinement"] is True
+
+
+def test_still_unfaithful_after_refinement_is_refused_with_the_reason(
+    knowledge_base, models, script
+):
+    script.relevance = lambda q, doc: 1.0
+    script.faithfulness = lambda answer, docs: 0.3
+    run = ask("How do beta logs rotate?", models)
+
+    assert kinds(run).count("refine") == 1
+    assert kinds(run).count("grade_answer") == 2
+    assert run.status == QueryRun.Status.REFUSED
+    assert run.response_metadata["refusal_reason"] == "unfaithful"
+    assert "an unsupported claim" in run.answer
+    assert run.response_metadata["draft_answer"].endswith("(refined)")
+    answer_event = payloads(run, "answer")[0]
+    assert answer_event["status"] == "refused" and answer_event["sources"] == []
+
+
+def test_invalid_grader_output_is_retried_once_then_the_run_fails_cleanly(
+    knowledge_base, models, script
+):
+    script.invalid_output_for = {"DocumentRelevance"}
+    run = ask("How do I start the beta service?", models)
+
+    assert kinds(run) == ["retrieve", "error", "done"]
+    assert script.calls.count("DocumentRelevance") == 4  # 2 documents x (try + one retry)
+    assert run.status == QueryRun.Status.FAILED
+    assert "invalid output twice" in run.error
+    assert payloads(run, "error")[0]["message"] == run.error
+    assert payloads(run, "done")[0]["status"] == "failed"
+    assert run.answer == "" and run.finished_at is not None
+
+
+def test_grading_runs_concurrently_but_events_stay_in_document_order(
+    knowledge_base, models, script
+):
+    script.relevance = lambda q, doc: 0.9
+    run = ask("beta alpha gamma", models, top_k=5, grade_concurrency=3)
+    indexes = [p["index"] for p in payloads(run, "grade")]
+    assert indexes == [1, 2, 3, 4, 5]

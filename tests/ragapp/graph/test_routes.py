@@ -1,0 +1,64 @@
+"""The routers alone: every ending of the graph, decided without any model."""
+
+import pytest
+
+from ragapp.graph.context import GraphLimits
+from ragapp.graph.routes import after_generate, after_grade_answer, after_grade_docs
+from ragapp.graph.state import AnswerGrade, RetrievedDoc
+
+LIMITS = GraphLimits()
+DOC = RetrievedDoc(1, 1, "T", "docs/t.md", "T", "text", 0.9)
+
+
+def grade(faithful: bool) -> AnswerGrade:
+    return AnswerGrade(
+        0.9 if faithful else 0.3, "low" if faithful else "high", [], "", "", faithful
+    )
+
+
+def test_enough_relevant_documents_go_straight_to_generate():
+    assert after_grade_docs({"filtered_documents": [DOC], "iteration_count": 1}, LIMITS) == (
+        "generate"
+    )
+
+
+@pytest.mark.parametrize("iteration", [1, 2])
+def test_too_few_relevant_documents_broaden_before_the_last_retrieval(iteration):
+    state = {"filtered_documents": [], "iteration_count": iteration}
+    assert after_grade_docs(state, LIMITS) == "broaden_query"
+
+
+def test_the_third_retrieval_forces_generate_even_with_nothing_relevant():
+    assert after_grade_docs({"filtered_documents": [], "iteration_count": 3}, LIMITS) == "generate"
+
+
+def test_min_relevant_docs_is_respected():
+    limits = GraphLimits(min_relevant_docs=2)
+    state = {"filtered_documents": [DOC], "iteration_count": 1}
+    assert after_grade_docs(state, limits) == "broaden_query"
+
+
+def test_the_fallback_is_never_graded():
+    assert after_generate({"fallback": True}) == "end"
+    assert after_generate({"fallback": False}) == "grade_answer"
+
+
+def test_a_faithful_answer_is_answered():
+    assert after_grade_answer({"answer_grade": grade(True), "correction_count": 0}, LIMITS) == (
+        "answered"
+    )
+
+
+def test_an_unfaithful_answer_is_refined_once():
+    state = {"answer_grade": grade(False), "correction_count": 0}
+    assert after_grade_answer(state, LIMITS) == "refine_answer"
+
+
+def test_faithful_after_refinement_is_answered():
+    state = {"answer_grade": grade(True), "correction_count": 1}
+    assert after_grade_answer(state, LIMITS) == "answered"
+
+
+def test_still_unfaithful_after_the_one_refinement_is_refused():
+    state = {"answer_grade": grade(False), "correction_count": 1}
+    assert after_grade_answer(state, LIMITS) == "refused"
