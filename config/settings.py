@@ -238,12 +238,29 @@ _CHAT_DEFAULTS = {
 RAG_GENERATION_MODEL = env_str("RAG_GENERATION_MODEL", _CHAT_DEFAULTS[0])
 RAG_GRADER_MODEL = env_str("RAG_GRADER_MODEL", _CHAT_DEFAULTS[1])
 RAG_BROADEN_MODEL = env_str("RAG_BROADEN_MODEL", RAG_GRADER_MODEL)
+# How judges decide: "structured" JSON with reasoning first, or "logprobs" of a one-word yes/no
+# answer. On the packaged CPU models, logprobs is several times faster and judged better
+# (docs/models.md has the measurements).
+RAG_JUDGE_METHOD = env_choice(
+    "RAG_JUDGE_METHOD",
+    "logprobs" if RAG_CHAT_PROVIDER == "local" else "structured",
+    ("structured", "logprobs"),
+)
+# How judges decide: "structured" JSON with reasoning first, or "logprobs" of a one-word yes/no
+# answer. On the packaged CPU models, logprobs is several times faster and judged better
+# (docs/models.md has the measurements).
+RAG_JUDGE_METHOD = env_choice(
+    "RAG_JUDGE_METHOD",
+    "logprobs" if RAG_CHAT_PROVIDER == "local" else "structured",
+    ("structured", "logprobs"),
+)
 RAG_LLM_TIMEOUT = env_float(
     "RAG_LLM_TIMEOUT", 120.0 if RAG_CHAT_PROVIDER == "local" else 60.0, minimum=1
 )
 RAG_LLM_MAX_RETRIES = env_int("RAG_LLM_MAX_RETRIES", 3)
 RAG_LOCAL_CONTEXT = env_int("RAG_LOCAL_CONTEXT", 8192, minimum=512)
 RAG_LOCAL_THREADS = env_int("RAG_LOCAL_THREADS", 0)
+RAG_LOCAL_MAX_TOKENS = env_int("RAG_LOCAL_MAX_TOKENS", 768, minimum=16)
 
 RAG_TOP_K = env_int("RAG_TOP_K", 5, minimum=1)
 RAG_RELEVANCE_THRESHOLD = env_float("RAG_RELEVANCE_THRESHOLD", 0.75, maximum=1.0)

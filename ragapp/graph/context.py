@@ -29,6 +29,7 @@ class ChatModels:
     generator: BaseChatModel
     grader: BaseChatModel
     broadener: BaseChatModel
+    judge_method: str = "structured"  # "structured" JSON or "logprobs" of a yes/no answer
     structured_method: str = "json_schema"  # how with_structured_output asks for JSON
     names: dict[str, str] = field(default_factory=dict)  # job -> model name, for metadata
 

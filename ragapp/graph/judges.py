@@ -1,15 +1,25 @@
-"""Calls to the chat models: structured judgments (retried once) and free-text generation."""
+"""Calls to the chat models: judgments (two methods) and free-text generation.
+
+Judgments come either as structured JSON (`structured`: schema-constrained, reasoning first,
+retried once on invalid output) or from the next-token probabilities of a one-word yes/no
+answer (`logprobs`: one output token, so fast on a CPU, and a calibrated score for free).
+Both return the same schema objects, so the nodes do not care which method ran.
+"""
 
 from __future__ import annotations
 
 import logging
+import math
 
 from langchain_core.exceptions import OutputParserException
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from pydantic import BaseModel, ValidationError
 
-from ragapp.graph.context import Usage
+from ragapp.graph import prompts
+from ragapp.graph.context import ChatModels, Usage
+from ragapp.graph.schemas import AnswerFaithfulness, DocumentRelevance
+from ragapp.graph.state import RetrievedDoc
 
 logger = logging.getLogger(__name__)
 
@@ -58,9 +68,16 @@ def structured_call[T: BaseModel](
     raise JudgeError(f"{task}: the model returned invalid output twice ({problem})")
 
 
-def text_call(model: BaseChatModel, messages: list[BaseMessage], *, usage: Usage) -> str:
-    """Ask `model` for free text."""
-    message = model.invoke(messages)
+def text_call(
+    model: BaseChatModel,
+    messages: list[BaseMessage],
+    *,
+    usage: Usage,
+    max_tokens: int | None = None,
+) -> str:
+    """Ask `model` for free text (at most `max_tokens` tokens, when given)."""
+    runnable = model.bind(max_tokens=max_tokens) if max_tokens else model
+    message = runnable.invoke(messages)
     usage.add(model_name(model), message)
     content = message.content
     if isinstance(content, list):  # some servers return content parts
@@ -68,3 +85,94 @@ def text_call(model: BaseChatModel, messages: list[BaseMessage], *, usage: Usage
             part.get("text", "") if isinstance(part, dict) else str(part) for part in content
         )
     return str(content).strip()
+
+
+def yes_probability(model: BaseChatModel, messages: list[BaseMessage], *, usage: Usage) -> float:
+    """P(yes) / (P(yes) + P(no)) for the model's first answer token."""
+    message = model.bind(logprobs=True, top_logprobs=10, max_tokens=1).invoke(messages)
+    usage.add(model_name(model), message)
+    content = (message.response_metadata.get("logprobs") or {}).get("content") or []
+    if not content:
+        raise JudgeError(
+            "the model server returned no token probabilities; use RAG_JUDGE_METHOD=structured"
+        )
+    p_yes = p_no = 0.0
+    for candidate in content[0].get("top_logprobs", []):
+        word = candidate["token"].strip().lower()
+        if word == "yes":
+            p_yes += math.exp(candidate["logprob"])
+        elif word == "no":
+            p_no += math.exp(candidate["logprob"])
+    if p_yes + p_no < 1e-6:
+        raise JudgeError("the model answered neither yes nor no")
+    return p_yes / (p_yes + p_no)
+
+
+def judge_relevance(
+    models: ChatModels, question: str, doc: RetrievedDoc, *, usage: Usage
+) -> DocumentRelevance:
+    """How well `doc` answers `question`, by the configured judge method."""
+    if models.judge_method == "logprobs":
+        p = _with_retry(
+            lambda: yes_probability(
+                models.grader, prompts.relevance_yes_no_messages(question, doc), usage=usage
+            ),
+            task="grade_docs",
+        )
+        return DocumentRelevance(
+            reasoning=f"P(yes) = {p:.2f} from the grader's next-token probabilities",
+            relevant=p >= 0.5,
+            score=p,
+        )
+    return structured_call(
+        models.grader,
+        DocumentRelevance,
+        prompts.grade_document_messages(question, doc),
+        usage=usage,
+        method=models.structured_method,
+        task="grade_docs",
+    )
+
+
+def judge_faithfulness(
+    models: ChatModels, question: str, answer: str, docs: list[RetrievedDoc], *, usage: Usage
+) -> AnswerFaithfulness:
+    """Whether the documents support every claim of `answer`, by the configured judge method."""
+    if models.judge_method == "logprobs":
+        p = _with_retry(
+            lambda: yes_probability(
+                models.grader,
+                prompts.faithful_yes_no_messages(question, answer, docs),
+                usage=usage,
+            ),
+            task="grade_answer",
+        )
+        risk = "low" if p >= 0.8 else "medium" if p >= 0.5 else "high"
+        return AnswerFaithfulness(
+            reasoning=f"P(yes) = {p:.2f} that the documents support every claim",
+            problematic_claims=[],
+            faithfulness_score=p,
+            hallucination_risk=risk,
+            refinement_suggestion=""
+            if risk == "low"
+            else "remove or qualify every claim the documents do not state",
+        )
+    return structured_call(
+        models.grader,
+        AnswerFaithfulness,
+        prompts.grade_answer_messages(question, answer, docs),
+        usage=usage,
+        method=models.structured_method,
+        task="grade_answer",
+    )
+
+
+def _with_retry(call, *, task: str) -> float:
+    problem: Exception | None = None
+    for attempt in range(1, STRUCTURED_ATTEMPTS + 1):
+        try:
+            return call()
+        except JudgeError as exc:
+            problem = exc
+            logger.warning("%s: no usable verdict (attempt %d): %s", task, attempt, exc)
+    raise JudgeError(f"{task}: no usable verdict twice ({problem})")

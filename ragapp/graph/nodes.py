@@ -15,8 +15,7 @@ from langgraph.runtime import Runtime
 from ragapp.events import EventKind
 from ragapp.graph import prompts
 from ragapp.graph.context import GraphContext
-from ragapp.graph.judges import structured_call, text_call
-from ragapp.graph.schemas import AnswerFaithfulness, BroadenedQuery, DocumentRelevance
+from ragapp.graph.judges import judge_faithfulness, judge_relevance, text_call
 from ragapp.graph.state import AnswerGrade, DocGrade, RAGState, RetrievedDoc
 
 
@@ -92,14 +91,7 @@ def grade_docs(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
 
 def _grade_one(ctx: GraphContext, question: str, doc: RetrievedDoc) -> DocGrade:
     try:
-        verdict = structured_call(
-            ctx.models.grader,
-            DocumentRelevance,
-            prompts.grade_document_messages(question, doc),
-            usage=ctx.usage,
-            method=ctx.models.structured_method,
-            task="grade_docs",
-        )
+        verdict = judge_relevance(ctx.models, question, doc, usage=ctx.usage)
     finally:
         close_old_connections()  # this runs in a pool thread; never leak its connection
     score = min(1.0, max(0.0, float(verdict.score)))
@@ -117,21 +109,18 @@ def broaden_query(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
     ctx = runtime.context
     old = state["query"]
     with _timed(ctx, "broaden_query") as timing:
-        result = structured_call(
+        reply = text_call(
             ctx.models.broadener,
-            BroadenedQuery,
             prompts.broaden_messages(state["original_query"], old),
             usage=ctx.usage,
-            method=ctx.models.structured_method,
-            task="broaden_query",
+            max_tokens=BROADEN_MAX_TOKENS,
         )
-    new = " ".join(result.query.split()) or old
+    new = _first_line(reply) or old
     ctx.emitter.emit(
         EventKind.BROADEN,
         {
             "old_query": old,
             "new_query": new,
-            "reasoning": result.reasoning,
             "iteration": state.get("iteration_count", 0),
             "duration_ms": round(timing["ms"], 1),
         },
@@ -139,6 +128,20 @@ def broaden_query(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
         duration_ms=timing["ms"],
     )
     return {"query": new}
+
+
+BROADEN_MAX_TOKENS = 60
+
+
+def _first_line(reply: str) -> str:
+    """The query from a reply: its first non-empty line, without quotes or a label."""
+    for line in reply.splitlines():
+        line = line.strip().strip('"').strip("'").strip()
+        if line.lower().startswith(("query:", "new query:")):
+            line = line.split(":", 1)[1].strip().strip('"').strip()
+        if line:
+            return " ".join(line.split())[:300]
+    return ""
 
 
 def generate(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
@@ -177,15 +180,12 @@ def grade_answer(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
     """Judge whether every claim of the answer is supported by its sources."""
     ctx = runtime.context
     with _timed(ctx, "grade_answer") as timing:
-        verdict = structured_call(
-            ctx.models.grader,
-            AnswerFaithfulness,
-            prompts.grade_answer_messages(
-                state["original_query"], state["generation"], state["filtered_documents"]
-            ),
+        verdict = judge_faithfulness(
+            ctx.models,
+            state["original_query"],
+            state["generation"],
+            state["filtered_documents"],
             usage=ctx.usage,
-            method=ctx.models.structured_method,
-            task="grade_answer",
         )
     score = min(1.0, max(0.0, float(verdict.faithfulness_score)))
     grade = AnswerGrade(

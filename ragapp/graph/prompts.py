@@ -113,16 +113,41 @@ def grade_document_messages(question: str, doc: RetrievedDoc) -> list[BaseMessag
     ]
 
 
+def relevance_yes_no_messages(question: str, doc: RetrievedDoc) -> list[BaseMessage]:
+    """Ask for a one-word verdict whose yes/no token probabilities become the relevance score."""
+    return [
+        SystemMessage(SYSTEM),
+        HumanMessage(
+            f"Question: {question}\n\n{_document(None, doc)}\n\n"
+            "Does the document above contain information that helps answer the question? "
+            "Answer with one word: yes or no."
+        ),
+    ]
+
+
+def faithful_yes_no_messages(
+    question: str, answer: str, docs: list[RetrievedDoc]
+) -> list[BaseMessage]:
+    """Ask for a one-word verdict on whether the documents support every claim of the answer."""
+    return [
+        SystemMessage(SYSTEM),
+        HumanMessage(
+            f"{documents_block(docs)}\n\nQuestion: {question}\n\n{_answer(answer)}\n\n"
+            "Is every claim in the answer supported by the documents above? "
+            "Answer with one word: yes or no."
+        ),
+    ]
+
+
 def broaden_messages(original_query: str, query: str) -> list[BaseMessage]:
     """Ask for a broader search query when retrieval found nothing relevant."""
     return [
-        SystemMessage(
-            "You rewrite search queries for a documentation search engine. Reply in JSON."
-        ),
+        SystemMessage("You rewrite search queries for a documentation search engine."),
         HumanMessage(
             f"The user asked: {original_query}\nThe search query was: {query}\n"
             "It found no relevant documentation. Write a broader search query for the same "
             "need: drop version numbers, product and framework-specific names and other details "
-            "that are not essential, and keep the core topic in plain words."
+            "that are not essential, and keep the core topic in plain words. Reply with the new "
+            "query only, on one line."
         ),
     ]

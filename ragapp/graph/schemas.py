@@ -1,4 +1,4 @@
-"""Structured outputs of the judges and the query broadener.
+"""Structured outputs of the judges (RAG_JUDGE_METHOD=structured).
 
 The field order is deliberate: small models write the fields in order, so `reasoning` comes
 first and the verdict is conditioned on it. With the verdict first we saw "relevant: true" next
@@ -35,10 +35,3 @@ class AnswerFaithfulness(BaseModel):
     refinement_suggestion: str = Field(
         default="", description="how to fix the answer, if it needs fixing"
     )
-
-
-class BroadenedQuery(BaseModel):
-    """A search query with version numbers and framework-specific noise removed."""
-
-    reasoning: str = Field(description="What made the old query too narrow, briefly.")
-    query: str = Field(min_length=1, max_length=500, description="the broader search query")

@@ -53,7 +53,13 @@ def _build(provider: str, names: dict[str, str]) -> ChatModels:
         from ragapp.providers.fake_chat import FakeChatModel, FakeScript
 
         model = FakeChatModel(script=FakeScript())
-        return ChatModels(generator=model, grader=model, broadener=model, names=names)
+        return ChatModels(
+            generator=model,
+            grader=model,
+            broadener=model,
+            judge_method=settings.RAG_JUDGE_METHOD,
+            names=names,
+        )
     raise ImproperlyConfigured(f"Unknown RAG_CHAT_PROVIDER {provider!r}")
 
 
@@ -69,6 +75,7 @@ def _models(names: dict[str, str], make) -> ChatModels:
         generator=get(names["generation"]),
         grader=get(names["grading"]),
         broadener=get(names["broadening"]),
+        judge_method=settings.RAG_JUDGE_METHOD,
         names=names,
     )
 

@@ -7,6 +7,7 @@ so the graph cannot tell it apart from a real model. Scripts decide the verdicts
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,7 +19,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import RunnableLambda
 from pydantic import BaseModel, ConfigDict
 
-from ragapp.graph.schemas import AnswerFaithfulness, BroadenedQuery, DocumentRelevance
+from ragapp.graph.schemas import AnswerFaithfulness, DocumentRelevance
 
 _DOC = re.compile(r"<document[^>]*>\n(.*?)\n</document>", re.S)
 _QUESTION = re.compile(r"^Question: (.*)$", re.M)
@@ -76,9 +77,14 @@ class FakeChatModel(BaseChatModel):
 
     def _generate(self, messages: list[BaseMessage], stop=None, run_manager=None, **kwargs):
         prompt = messages[-1].content
+        if kwargs.get("logprobs"):
+            return self._yes_no(prompt)
         docs = _DOC.findall(prompt)
         answer = _ANSWER.search(prompt)
-        if answer:  # refine_answer: the prompt carries the draft and the flagged claims
+        if _USER_ASKED.search(prompt):  # broaden_query
+            self.script.calls.append("broaden")
+            text = self.script.broaden(_first(_USER_ASKED, prompt), _first(_QUERY_WAS, prompt))
+        elif answer:  # refine_answer: the prompt carries the draft and the flagged claims
             self.script.calls.append("refine")
             claims = re.findall(r"^- (.*)$", prompt, re.M)
             text = self.script.refine(answer.group(1), claims)
@@ -101,6 +107,31 @@ class FakeChatModel(BaseChatModel):
             return {"raw": raw, "parsed": parsed, "parsing_error": None} if include_raw else parsed
 
         return RunnableLambda(judge)
+
+    def _yes_no(self, prompt: str) -> ChatResult:
+        """A one-token yes/no reply with token probabilities, like an OpenAI-compatible server."""
+        answer = _ANSWER.search(prompt)
+        task = "AnswerFaithfulness" if answer else "DocumentRelevance"
+        self.script.calls.append(task)
+        if task in self.script.invalid_output_for:
+            message = _message(prompt, "maybe")
+            message.response_metadata = {"logprobs": {"content": []}}
+            return ChatResult(generations=[ChatGeneration(message=message)])
+        docs = _DOC.findall(prompt)
+        if answer:
+            p = float(self.script.faithfulness(answer.group(1), docs))
+        else:
+            p = float(self.script.relevance(_first(_QUESTION, prompt), docs[0] if docs else ""))
+        p = min(max(p, 1e-6), 1 - 1e-6)
+        top = [
+            {"token": "yes", "logprob": math.log(p)},
+            {"token": "no", "logprob": math.log(1 - p)},
+        ]
+        message = _message(prompt, "yes" if p >= 0.5 else "no")
+        message.response_metadata = {
+            "logprobs": {"content": [{"token": message.content, "top_logprobs": top}]}
+        }
+        return ChatResult(generations=[ChatGeneration(message=message)])
 
     def _judgment(self, schema: type[BaseModel], prompt: str) -> BaseModel:
         if schema is DocumentRelevance:
@@ -125,9 +156,6 @@ class FakeChatModel(BaseChatModel):
                 hallucination_risk=risk,
                 refinement_suggestion="" if risk == "low" else "remove the unsupported claim",
             )
-        if schema is BroadenedQuery:
-            query = self.script.broaden(_first(_USER_ASKED, prompt), _first(_QUERY_WAS, prompt))
-            return BroadenedQuery(reasoning="scripted", query=query)
         raise TypeError(f"FakeChatModel has no script for {schema.__name__}")
 
 

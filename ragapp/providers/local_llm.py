@@ -185,6 +185,9 @@ def _start(name: str) -> LocalServer:
     params = xllamacpp.CommonParams()
     params.model.path = str(path)
     params.n_ctx = settings.RAG_LOCAL_CONTEXT
+    # A hard cap on every reply: a small model that never emits its stop token must not keep a
+    # CPU busy for minutes (clients may not send max_tokens in a form this server reads).
+    params.n_predict = settings.RAG_LOCAL_MAX_TOKENS
     params.n_parallel = 1  # one sequence at a time: on a small CPU, parallel slots only thrash
     threads = settings.RAG_LOCAL_THREADS or os.cpu_count() or 2
     params.cpuparams.n_threads = threads

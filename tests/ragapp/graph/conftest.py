@@ -43,12 +43,14 @@ def script():
     return FakeScript()
 
 
-@pytest.fixture
-def models(script):
+@pytest.fixture(params=["structured", "logprobs"])
+def models(request, script):
+    """Every graph test runs with both judge methods."""
     model = FakeChatModel(script=script)
     return ChatModels(
         generator=model,
         grader=model,
         broadener=model,
+        judge_method=request.param,
         names={"generation": "fake-chat", "grading": "fake-chat", "broadening": "fake-chat"},
     )

@@ -140,7 +140,9 @@ def test_still_unfaithful_after_refinement_is_refused_with_the_reason(
     assert kinds(run).count("grade_answer") == 2
     assert run.status == QueryRun.Status.REFUSED
     assert run.response_metadata["refusal_reason"] == "unfaithful"
-    assert "an unsupported claim" in run.answer
+    assert run.answer.startswith("I can't give a reliable answer")
+    if models.judge_method == "structured":  # only structured judges name the claims
+        assert "an unsupported claim" in run.answer
     assert run.response_metadata["draft_answer"].endswith("(refined)")
     answer_event = payloads(run, "answer")[0]
     assert answer_event["status"] == "refused" and answer_event["sources"] == []
@@ -155,7 +157,7 @@ def test_invalid_grader_output_is_retried_once_then_the_run_fails_cleanly(
     assert kinds(run) == ["retrieve", "error", "done"]
     assert script.calls.count("DocumentRelevance") == 4  # 2 documents x (try + one retry)
     assert run.status == QueryRun.Status.FAILED
-    assert "invalid output twice" in run.error
+    assert "twice" in run.error and "grade_docs" in run.error
     assert payloads(run, "error")[0]["message"] == run.error
     assert payloads(run, "done")[0]["status"] == "failed"
     assert run.answer == "" and run.finished_at is not None
