@@ -31,6 +31,7 @@ class ChatModels:
     broadener: BaseChatModel
     judge_method: str = "structured"  # "structured" JSON or "logprobs" of a yes/no answer
     structured_method: str = "json_schema"  # how with_structured_output asks for JSON
+    bounded_schemas: bool = False  # cap string/list lengths in the schema (local servers)
     names: dict[str, str] = field(default_factory=dict)  # job -> model name, for metadata
 
 

@@ -12,6 +12,7 @@ import logging
 import math
 
 from langchain_core.exceptions import OutputParserException
+from openai import LengthFinishReasonError
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from pydantic import BaseModel, ValidationError
@@ -37,6 +38,25 @@ def model_name(model: BaseChatModel) -> str:
     )
 
 
+# Grammar-constrained decoding (llama.cpp) enforces these; without them a small model can fill
+# its whole token budget with "reasoning" and never close the JSON.
+MAX_STRING_CHARS = 400
+MAX_LIST_ITEMS = 5
+
+
+def bounded_json_schema(schema: type[BaseModel]) -> dict:
+    """`schema` as JSON schema with a length cap on every string and list."""
+    spec = schema.model_json_schema()
+    for prop in spec.get("properties", {}).values():
+        if prop.get("type") == "string":
+            prop.setdefault("maxLength", MAX_STRING_CHARS)
+        if prop.get("type") == "array":
+            prop.setdefault("maxItems", MAX_LIST_ITEMS)
+            if prop.get("items", {}).get("type") == "string":
+                prop["items"].setdefault("maxLength", MAX_STRING_CHARS // 2)
+    return spec
+
+
 def structured_call[T: BaseModel](
     model: BaseChatModel,
     schema: type[T],
@@ -45,14 +65,22 @@ def structured_call[T: BaseModel](
     usage: Usage,
     method: str,
     task: str,
+    bounded: bool = False,
 ) -> T:
-    """Ask `model` for a `schema` object at temperature 0; retry once on invalid output."""
-    runnable = model.with_structured_output(schema, method=method, include_raw=True)
+    """Ask `model` for a `schema` object at temperature 0; retry once on invalid output.
+
+    `bounded` sends a schema with length caps (for grammar-constrained local servers); the
+    reply is validated against the Pydantic schema either way.
+    """
+    target = bounded_json_schema(schema) if bounded else schema
+    runnable = model.with_structured_output(target, method=method, include_raw=True)
     problem: object = None
     for attempt in range(1, STRUCTURED_ATTEMPTS + 1):
         try:
             result = runnable.invoke(messages)
-        except (OutputParserException, ValidationError, ValueError) as exc:
+            if bounded and result.get("parsed") is not None:
+                result["parsed"] = schema.model_validate(result["parsed"])
+        except (OutputParserException, ValidationError, ValueError, LengthFinishReasonError) as exc:
             # Some parsers raise instead of reporting `parsing_error`; it is the same failure.
             problem = exc
             logger.warning("%s: invalid structured output (attempt %d): %s", task, attempt, exc)
@@ -131,6 +159,7 @@ def judge_relevance(
         usage=usage,
         method=models.structured_method,
         task="grade_docs",
+        bounded=models.bounded_schemas,
     )
 
 
@@ -164,6 +193,7 @@ def judge_faithfulness(
         usage=usage,
         method=models.structured_method,
         task="grade_answer",
+        bounded=models.bounded_schemas,
     )
 
 

@@ -48,7 +48,8 @@ def _build(provider: str, names: dict[str, str]) -> ChatModels:
     if provider == "local":
         from ragapp.providers.local_llm import local_chat_model
 
-        return _models(names, local_chat_model)
+        # llama.cpp constrains decoding to the schema, so length caps in it bound the reply.
+        return _models(names, local_chat_model, bounded_schemas=True)
     if provider == "fake":
         from ragapp.providers.fake_chat import FakeChatModel, FakeScript
 
@@ -63,7 +64,7 @@ def _build(provider: str, names: dict[str, str]) -> ChatModels:
     raise ImproperlyConfigured(f"Unknown RAG_CHAT_PROVIDER {provider!r}")
 
 
-def _models(names: dict[str, str], make) -> ChatModels:
+def _models(names: dict[str, str], make, *, bounded_schemas: bool = False) -> ChatModels:
     built: dict[str, object] = {}  # one client per distinct model name
 
     def get(name: str):
@@ -76,6 +77,7 @@ def _models(names: dict[str, str], make) -> ChatModels:
         grader=get(names["grading"]),
         broadener=get(names["broadening"]),
         judge_method=settings.RAG_JUDGE_METHOD,
+        bounded_schemas=bounded_schemas,
         names=names,
     )
 

