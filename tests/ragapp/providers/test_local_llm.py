@@ -79,7 +79,7 @@ def test_a_wrong_size_is_refused(data_dir, monkeypatch):
 
 
 def test_an_unknown_model_name_lists_the_packaged_ones():
-    with pytest.raises(ModelFileError, match="qwen2.5-coder-1.5b"):
+    with pytest.raises(ModelFileError, match=r"qwen2\.5-coder-1\.5b"):
         local_llm.packaged_model("gpt-17")
 
 
