@@ -44,7 +44,11 @@ class RunEmitter:
         self.run = run
         self._subscribers = list(subscribers or [])
         self._lock = threading.Lock()
-        self._seq = TraceEvent.objects.filter(run=run).aggregate(m=Max("seq"))["m"] or 0
+        # A run that has not started has no events yet: skip the query for the common case.
+        started = run.status != QueryRun.Status.QUEUED
+        self._seq = (
+            TraceEvent.objects.filter(run=run).aggregate(m=Max("seq"))["m"] or 0 if started else 0
+        )
 
     def subscribe(self, subscriber: Subscriber) -> None:
         """Call `subscriber` with every event emitted from now on."""

@@ -37,9 +37,10 @@ def embedding_index_get() -> EmbeddingIndex | None:
 def embedding_index_check(*, embeddings: EmbeddingProvider) -> EmbeddingIndex | None:
     """Raise EmbeddingMismatchError unless stored vectors match `embeddings` (or none exist)."""
     index = embedding_index_get()
-    if index is None or not Chunk.objects.exists():
-        return index
-    if index.dimensions != embeddings.dimensions or index.model != embeddings.model_id:
+    if index is None:
+        return None
+    matches = index.dimensions == embeddings.dimensions and index.model == embeddings.model_id
+    if not matches and Chunk.objects.exists():
         raise EmbeddingMismatchError(
             f"The knowledge base was embedded with {index.model} ({index.dimensions} dimensions) "
             f"but the configured model is {embeddings.model_id} ({embeddings.dimensions} "

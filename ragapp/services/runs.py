@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import transaction
 from django.utils import timezone
 
 from ragapp.models import QueryRun
@@ -45,16 +44,16 @@ def run_create(*, query: str, owner=None) -> QueryRun:
 
 
 def _move(run: QueryRun, target: str, **fields) -> QueryRun:
-    with transaction.atomic():
-        locked = QueryRun.objects.select_for_update().get(pk=run.pk)
-        if target not in LEGAL_TRANSITIONS[locked.status]:
-            raise IllegalTransition(f"run {run.pk}: {locked.status} -> {target} is not allowed")
-        locked.status = target
-        for name, value in fields.items():
-            setattr(locked, name, value)
-        locked.save(update_fields=["status", *fields])
-    for name in ("status", *fields):
-        setattr(run, name, getattr(locked, name))
+    # One conditional UPDATE is the compare-and-set: it only matches while the stored status is
+    # one that may move to `target`, so two processes can never both make the same move.
+    sources = [status for status, targets in LEGAL_TRANSITIONS.items() if target in targets]
+    moved = QueryRun.objects.filter(pk=run.pk, status__in=sources).update(status=target, **fields)
+    if not moved:
+        current = QueryRun.objects.filter(pk=run.pk).values_list("status", flat=True).first()
+        raise IllegalTransition(f"run {run.pk}: {current} -> {target} is not allowed")
+    run.status = target
+    for name, value in fields.items():
+        setattr(run, name, value)
     return run
 
 

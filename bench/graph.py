@@ -1,0 +1,151 @@
+"""The graph's cost: orchestration overhead with instant models, then the local provider for real.
+
+1. Orchestration overhead: a full run (graph, trace-event rows, run-row updates) with the fake
+   chat model, which answers instantly, against a bare retrieval call measured in the same run;
+   overhead = run time - bare retrieval time (target <= 50 ms per run).
+2. End-to-end latency of the `local` provider (packaged Qwen2.5 models on the CPU) over the
+   bundled docs/: p50/p95 per run and output tokens per second.
+
+    uv run python bench/graph.py             # both parts (the local part takes minutes)
+    uv run python bench/graph.py --runs 50 --local-questions 0   # overhead only
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _django import throwaway_django
+
+QUESTIONS = [
+    "How does incremental ingestion decide that a file is unchanged?",
+    "What happens when the embedding model changes?",
+    "Which file formats can ingest_docs read?",
+    "Where does the embedded PostgreSQL keep its data?",
+    "How do I use my own PostgreSQL server instead of the embedded one?",
+    "What is the default chunk size and overlap?",
+    "How do I remove documents whose files were deleted?",
+    "What does the HNSW index cover?",
+    "How can I see what ingest_docs would change without changing anything?",
+    "What is the maximum size of a file that ingest_docs accepts?",
+]
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def overhead(runs: int) -> dict:
+    from ragapp.graph.context import ChatModels
+    from ragapp.providers import get_embeddings
+    from ragapp.providers.fake_chat import FakeChatModel, FakeScript
+    from ragapp.retrieval import VectorRetriever
+    from ragapp.runner import execute_run
+    from ragapp.services import run_create
+
+    embeddings = get_embeddings()
+    retriever = VectorRetriever(embeddings)
+    model = FakeChatModel(script=FakeScript(relevance=lambda q, d: 0.9))
+    models = ChatModels(generator=model, grader=model, broadener=model, names={"all": "fake"})
+    bare, full = [], []
+    for i in range(runs + 3):  # the first three warm caches and connections
+        question = QUESTIONS[i % len(QUESTIONS)]
+        started = time.perf_counter()
+        retriever.search(question, k=5)
+        bare_ms = (time.perf_counter() - started) * 1000
+        run = run_create(query=question)
+        started = time.perf_counter()
+        execute_run(run, models=models, retriever=retriever)
+        full_ms = (time.perf_counter() - started) * 1000
+        assert run.status == "answered", run.error
+        if i >= 3:
+            bare.append(bare_ms)
+            full.append(full_ms)
+    return {
+        "runs": runs,
+        "bare_retrieval_ms_p50": round(statistics.median(bare), 2),
+        "full_run_ms_p50": round(statistics.median(full), 2),
+        "overhead_ms_p50": round(statistics.median(full) - statistics.median(bare), 2),
+        "overhead_ms_p95": round(percentile(full, 0.95) - statistics.median(bare), 2),
+    }
+
+
+def local_latency(count: int) -> dict:
+    from django.conf import settings
+
+    from ragapp.models import QueryRun
+    from ragapp.providers.chat import clear_chat_models_cache
+    from ragapp.runner import execute_run
+    from ragapp.services import run_create
+
+    settings.RAG_CHAT_PROVIDER = "local"
+    settings.RAG_JUDGE_METHOD = "logprobs"
+    clear_chat_models_cache()
+    seconds, rates, statuses = [], [], []
+    for question in QUESTIONS[:count]:
+        run = run_create(query=question)
+        started = time.perf_counter()
+        execute_run(run)
+        seconds.append(time.perf_counter() - started)
+        run.refresh_from_db()
+        statuses.append(run.status)
+        meta = run.response_metadata
+        out_tokens = sum(t["output"] for t in meta.get("tokens", {}).values())
+        generate_s = meta["node_ms"].get("generate", 0) + meta["node_ms"].get("refine_answer", 0)
+        if generate_s:
+            gen_tokens = out_tokens - sum(  # one token per yes/no verdict
+                1 for e in run.events.filter(kind__in=["grade", "grade_answer"])
+            )
+            rates.append(gen_tokens / (generate_s / 1000))
+        print(f"  {seconds[-1]:6.1f} s  {run.status:<9} {question}")
+    return {
+        "questions": count,
+        "p50_s": round(statistics.median(seconds), 1),
+        "p95_s": round(percentile(seconds, 0.95), 1),
+        "generation_tokens_per_s": round(statistics.median(rates), 1) if rates else None,
+        "answered": statuses.count(QueryRun.Status.ANSWERED),
+        "refused": statuses.count(QueryRun.Status.REFUSED),
+        "failed": statuses.count(QueryRun.Status.FAILED),
+    }
+
+
+def main() -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=30, help="fake-model runs for the overhead")
+    parser.add_argument("--local-questions", type=int, default=10, help="0 skips the local part")
+    args = parser.parse_args()
+    result = {}
+    with throwaway_django(RAG_EMBEDDING_PROVIDER="local", RAG_CHAT_PROVIDER="fake") as _:
+        from django.conf import settings
+        from django.core.management import call_command
+
+        call_command("ingest_docs", str(settings.BASE_DIR / "docs"), stdout=io.StringIO())
+        result["overhead"] = overhead(args.runs)
+        o = result["overhead"]
+        print(f"bare retrieval (embed query + HNSW): {o['bare_retrieval_ms_p50']:8.2f} ms p50")
+        print(f"full run with instant fake models:   {o['full_run_ms_p50']:8.2f} ms p50")
+        print(
+            f"orchestration overhead per run:      {o['overhead_ms_p50']:8.2f} ms p50, "
+            f"{o['overhead_ms_p95']:.2f} ms p95   (target <= 50 ms)"
+        )
+        if args.local_questions:
+            print(f"local provider, {args.local_questions} questions over docs/:")
+            result["local"] = local_latency(args.local_questions)
+            loc = result["local"]
+            print(
+                f"end-to-end: p50 {loc['p50_s']} s, p95 {loc['p95_s']} s; generation "
+                f"{loc['generation_tokens_per_s']} tokens/s; answered {loc['answered']}, "
+                f"refused {loc['refused']}, failed {loc['failed']}"
+            )
+    return result
+
+
+if __name__ == "__main__":
+    main()
