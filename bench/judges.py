@@ -1,0 +1,138 @@
+"""Judge accuracy of the packaged local models on a labelled set over docs/.
+
+For each model and judge method (structured JSON with reasoning first, or yes/no token
+logprobs) it runs every item of bench/judge_set.jsonl through the same functions the graph uses
+and reports accuracy, precision, recall and seconds per verdict, using the product's own decision
+rules (relevance: score >= RAG_RELEVANCE_THRESHOLD; faithful: score >= RAG_ANSWER_CONFIDENCE_
+THRESHOLD and risk != high). It also reports, for logprobs, the threshold that would have been best.
+
+    uv run python bench/judges.py                                   # 1.5B, both methods
+    uv run python bench/judges.py --models qwen2.5-coder-0.5b --methods logprobs
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SET = Path(__file__).resolve().parent / "judge_set.jsonl"
+
+
+def load_set() -> list[dict]:
+    return [json.loads(line) for line in SET.read_text().splitlines() if line.strip()]
+
+
+def doc(text: str, n: int = 0):
+    from ragapp.graph.state import RetrievedDoc
+
+    return RetrievedDoc(n, n, "Docs", "docs/set.md", "", text, 1.0)
+
+
+def scores(predicted: list[bool], truth: list[bool]) -> dict:
+    tp = sum(p and t for p, t in zip(predicted, truth, strict=True))
+    fp = sum(p and not t for p, t in zip(predicted, truth, strict=True))
+    fn = sum(t and not p for p, t in zip(predicted, truth, strict=True))
+    correct = sum(p == t for p, t in zip(predicted, truth, strict=True))
+    return {
+        "accuracy": round(correct / len(truth), 3),
+        "precision": round(tp / (tp + fp), 3) if tp + fp else None,
+        "recall": round(tp / (tp + fn), 3) if tp + fn else None,
+    }
+
+
+def best_threshold(values: list[float], truth: list[bool]) -> tuple[float, float]:
+    best = (0.5, 0.0)
+    for step in range(5, 100, 5):
+        threshold = step / 100
+        accuracy = sum((v >= threshold) == t for v, t in zip(values, truth, strict=True))
+        if accuracy / len(truth) > best[1]:
+            best = (threshold, accuracy / len(truth))
+    return best[0], round(best[1], 3)
+
+
+def evaluate(model_name: str, method: str, items: list[dict]) -> dict:
+    from django.conf import settings
+
+    from ragapp.graph.context import ChatModels, Usage
+    from ragapp.graph.judges import JudgeError, judge_faithfulness, judge_relevance
+    from ragapp.providers.local_llm import local_chat_model
+
+    model = local_chat_model(model_name)
+    models = ChatModels(
+        generator=model, grader=model, broadener=model, judge_method=method, bounded_schemas=True
+    )
+    out = {}
+    for kind in ("relevance", "faithfulness"):
+        subset = [item for item in items if item["kind"] == kind]
+        predicted, values, truth, errors = [], [], [], 0
+        started = time.perf_counter()
+        for item in subset:
+            usage = Usage()
+            try:
+                if kind == "relevance":
+                    verdict = judge_relevance(
+                        models, item["question"], doc(item["document"]), usage=usage
+                    )
+                    value = verdict.score
+                    passed = value >= settings.RAG_RELEVANCE_THRESHOLD
+                else:
+                    docs = [doc(text, i) for i, text in enumerate(item["documents"], 1)]
+                    verdict = judge_faithfulness(
+                        models, item["question"], item["answer"], docs, usage=usage
+                    )
+                    value = verdict.faithfulness_score
+                    passed = (
+                        value >= settings.RAG_ANSWER_CONFIDENCE_THRESHOLD
+                        and verdict.hallucination_risk != "high"
+                    )
+            except JudgeError:
+                errors += 1
+                value, passed = 0.0, False
+            predicted.append(passed)
+            values.append(value)
+            truth.append(bool(item["relevant" if kind == "relevance" else "faithful"]))
+        seconds = (time.perf_counter() - started) / len(subset)
+        result = {
+            "items": len(subset),
+            **scores(predicted, truth),
+            "seconds_per_verdict": round(seconds, 2),
+            "invalid_outputs": errors,
+        }
+        if method == "logprobs":
+            result["best_threshold"], result["accuracy_at_best"] = best_threshold(values, truth)
+        out[kind] = result
+        print(f"{model_name:<20} {method:<10} {kind:<12} {json.dumps(result)}", flush=True)
+    return out
+
+
+def main() -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", nargs="+", default=["qwen2.5-coder-1.5b"])
+    parser.add_argument("--methods", nargs="+", default=["logprobs", "structured"])
+    parser.add_argument("--limit", type=int, default=0, help="use only the first N items")
+    args = parser.parse_args()
+    sys.path.insert(0, str(ROOT))
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    import django
+
+    django.setup()
+    items = load_set()
+    if args.limit:
+        items = items[: args.limit]
+    results = {}
+    for model_name in args.models:
+        for method in args.methods:
+            results[f"{model_name}/{method}"] = evaluate(model_name, method, items)
+    out = ROOT / "bench" / "out"
+    out.mkdir(exist_ok=True)
+    (out / "judges.json").write_text(json.dumps(results, indent=2))
+    return results
+
+
+if __name__ == "__main__":
+    main()
