@@ -42,7 +42,8 @@ def test_top_k_returns_the_nearest_chunks_in_order(corpus, fake_embeddings):
     assert len(results) == 5
     assert all("password reset" in r.chunk.text for r in results)
     similarities = [r.similarity for r in results]
-    assert similarities == sorted(similarities, reverse=True)
+    # Non-increasing, up to float32 rounding (the index stores single precision).
+    assert all(a >= b - 1e-6 for a, b in zip(similarities, similarities[1:], strict=False))
     assert results[0].chunk.document.title == "X"  # no extra query per result
 
 
