@@ -77,7 +77,7 @@ def overhead(runs: int) -> dict:
     }
 
 
-def local_latency(count: int) -> dict:
+def local_latency(count: int, model: str) -> dict:
     from django.conf import settings
 
     from ragapp.models import QueryRun
@@ -87,6 +87,8 @@ def local_latency(count: int) -> dict:
 
     settings.RAG_CHAT_PROVIDER = "local"
     settings.RAG_JUDGE_METHOD = "logprobs"
+    for name in ("RAG_GENERATION_MODEL", "RAG_GRADER_MODEL", "RAG_BROADEN_MODEL"):
+        setattr(settings, name, model)
     clear_chat_models_cache()
     seconds, rates, statuses = [], [], []
     for question in QUESTIONS[:count]:
@@ -98,7 +100,8 @@ def local_latency(count: int) -> dict:
         statuses.append(run.status)
         meta = run.response_metadata
         out_tokens = sum(t["output"] for t in meta.get("tokens", {}).values())
-        generate_s = meta["node_ms"].get("generate", 0) + meta["node_ms"].get("refine_answer", 0)
+        node_ms = meta.get("node_ms", {})
+        generate_s = node_ms.get("generate", 0) + node_ms.get("refine_answer", 0)
         if generate_s:
             gen_tokens = out_tokens - sum(  # one token per yes/no verdict
                 1 for e in run.events.filter(kind__in=["grade", "grade_answer"])
@@ -120,6 +123,7 @@ def main() -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=30, help="fake-model runs for the overhead")
     parser.add_argument("--local-questions", type=int, default=10, help="0 skips the local part")
+    parser.add_argument("--local-model", default="qwen2.5-coder-1.5b")
     args = parser.parse_args()
     result = {}
     with throwaway_django(RAG_EMBEDDING_PROVIDER="local", RAG_CHAT_PROVIDER="fake") as _:
@@ -137,7 +141,7 @@ def main() -> dict:
         )
         if args.local_questions:
             print(f"local provider, {args.local_questions} questions over docs/:")
-            result["local"] = local_latency(args.local_questions)
+            result["local"] = local_latency(args.local_questions, args.local_model)
             loc = result["local"]
             print(
                 f"end-to-end: p50 {loc['p50_s']} s, p95 {loc['p95_s']} s; generation "

@@ -27,6 +27,16 @@ def load_set() -> list[dict]:
     return [json.loads(line) for line in SET.read_text().splitlines() if line.strip()]
 
 
+def balanced(items: list[dict], per_kind: int) -> list[dict]:
+    """The first per_kind/2 items of each kind and label, in set order."""
+    chosen = []
+    for kind, label in (("relevance", "relevant"), ("faithfulness", "faithful")):
+        for value in (True, False):
+            matching = [i for i in items if i["kind"] == kind and i[label] is value]
+            chosen += matching[: per_kind // 2]
+    return chosen
+
+
 def doc(text: str, n: int = 0):
     from ragapp.graph.state import RetrievedDoc
 
@@ -114,7 +124,9 @@ def main() -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="+", default=["qwen2.5-coder-1.5b"])
     parser.add_argument("--methods", nargs="+", default=["logprobs", "structured"])
-    parser.add_argument("--limit", type=int, default=0, help="use only the first N items")
+    parser.add_argument(
+        "--per-kind", type=int, default=0, help="use N items of each kind, half of each label"
+    )
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
@@ -122,8 +134,8 @@ def main() -> dict:
 
     django.setup()
     items = load_set()
-    if args.limit:
-        items = items[: args.limit]
+    if args.per_kind:
+        items = balanced(items, args.per_kind)
     results = {}
     for model_name in args.models:
         for method in args.methods:

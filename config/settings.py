@@ -246,14 +246,6 @@ RAG_JUDGE_METHOD = env_choice(
     "logprobs" if RAG_CHAT_PROVIDER == "local" else "structured",
     ("structured", "logprobs"),
 )
-# How judges decide: "structured" JSON with reasoning first, or "logprobs" of a one-word yes/no
-# answer. On the packaged CPU models, logprobs is several times faster and judged better
-# (docs/models.md has the measurements).
-RAG_JUDGE_METHOD = env_choice(
-    "RAG_JUDGE_METHOD",
-    "logprobs" if RAG_CHAT_PROVIDER == "local" else "structured",
-    ("structured", "logprobs"),
-)
 RAG_LLM_TIMEOUT = env_float(
     "RAG_LLM_TIMEOUT", 120.0 if RAG_CHAT_PROVIDER == "local" else 60.0, minimum=1
 )

@@ -3,6 +3,7 @@
 from django.contrib import admin
 
 from ragapp.models import Chunk, Document, EmbeddingIndex, Feedback, QueryRun, TraceEvent
+from ragapp.trace_text import describe
 
 
 class ChunkInline(admin.TabularInline):
@@ -48,7 +49,7 @@ class EmbeddingIndexAdmin(admin.ModelAdmin):
 
 class TraceEventInline(admin.TabularInline):
     model = TraceEvent
-    fields = ("seq", "kind", "node", "payload", "duration_ms", "created_at")
+    fields = ("seq", "kind", "node", "description", "payload", "duration_ms", "created_at")
     readonly_fields = fields
     extra = 0
     can_delete = False
@@ -59,6 +60,10 @@ class TraceEventInline(admin.TabularInline):
 
     def has_change_permission(self, request, obj=None):
         return False
+
+    @admin.display(description="what happened")
+    def description(self, event):
+        return describe(event.kind, event.payload)
 
 
 class FeedbackInline(admin.TabularInline):

@@ -22,7 +22,7 @@ class EventKind(StrEnum):
 
     RETRIEVE = "retrieve"  # one per retrieval: query, hits and their similarity
     GRADE = "grade"  # one per graded document: score, verdict, reasoning
-    GRADE_DOCS = "grade_docs"  # after grading: how many passed, and the route taken
+    GRADE_DOCS = "grade_docs"  # after grading: how many documents passed
     BROADEN = "broaden"  # the query was rewritten: old -> new
     GENERATE = "generate"  # an answer was drafted (or the no-docs fallback used)
     GRADE_ANSWER = "grade_answer"  # faithfulness verdict on the draft

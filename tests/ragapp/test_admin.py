@@ -20,7 +20,11 @@ def run(admin_user):
     Chunk.objects.create(document=document, ordinal=0, text="Alpha text", embedding=[1.0, 0.0])
     run = QueryRun.objects.create(owner=admin_user, query="What is alpha?", status="answered")
     TraceEvent.objects.create(
-        run=run, seq=1, kind="retrieve", node="retrieve", payload={"docs_found": 1}
+        run=run,
+        seq=1,
+        kind="retrieve",
+        node="retrieve",
+        payload={"docs_found": 1, "iteration": 1, "query": "What is alpha?", "mode": "vector"},
     )
     Feedback.objects.create(run=run, user=admin_user, rating=1, comment="useful")
     return run
@@ -51,6 +55,8 @@ def test_run_page_shows_its_trace_read_only(admin_client, run):
     body = response.content.decode()
     assert response.status_code == 200
     assert "retrieve" in body and "docs_found" in body
+    # The readable description column (HTML-escaped quotes).
+    assert "retrieve #1: 1 documents for &#x27;What is alpha?&#x27; by vector search" in body
     assert 'name="events-0-kind"' not in body  # inline rows are not editable
     post = admin_client.post(reverse("admin:ragapp_queryrun_change", args=[run.pk]), {})
     assert post.status_code == 403

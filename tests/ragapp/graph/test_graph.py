@@ -172,3 +172,15 @@ def test_grading_runs_concurrently_but_events_stay_in_document_order(
     run = ask("beta alpha gamma", models, top_k=5, grade_concurrency=3)
     indexes = [p["index"] for p in payloads(run, "grade")]
     assert indexes == [1, 2, 3, 4, 5]
+
+
+def test_documents_that_passed_before_broadening_are_kept(knowledge_base, models, script):
+    script.relevance = lambda q, doc: 0.9 if ("installer" in doc or "9000" in doc) else 0.0
+    script.broaden = lambda original, query: "beta serve port"
+    run = ask("alpha installer prefix", models, min_relevant_docs=2)
+
+    summaries = payloads(run, "grade_docs")
+    assert [(s["passed"], s["kept_overall"]) for s in summaries] == [(1, 1), (1, 2)]
+    assert run.status == QueryRun.Status.ANSWERED
+    cited = {s["source_path"] for s in run.response_metadata["sources"]}
+    assert cited == {"docs/alpha.md", "docs/beta.md"}

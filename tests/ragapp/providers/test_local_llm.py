@@ -63,6 +63,15 @@ def test_parts_are_joined_once_into_the_data_dir_and_verified(data_dir, monkeypa
     assert not list((data_dir / "models").glob("*.partial"))
 
 
+def test_a_damaged_joined_file_is_joined_again(data_dir, monkeypatch):
+    model = two_part_model(joined_sha256())
+    monkeypatch.setitem(local_llm.PACKAGED_MODELS, model.name, model)
+    target = data_dir / "models" / "test-join.gguf"
+    target.parent.mkdir()
+    target.write_bytes(b"half a model")
+    assert local_llm.model_path(model.name).stat().st_size == model.size
+
+
 def test_a_checksum_mismatch_is_refused_and_leaves_nothing_behind(data_dir, monkeypatch):
     model = two_part_model("0" * 64)
     monkeypatch.setitem(local_llm.PACKAGED_MODELS, model.name, model)
@@ -74,7 +83,7 @@ def test_a_checksum_mismatch_is_refused_and_leaves_nothing_behind(data_dir, monk
 def test_a_wrong_size_is_refused(data_dir, monkeypatch):
     model = replace(local_llm.PACKAGED_MODELS["smollm2-135m"], size=123)
     monkeypatch.setitem(local_llm.PACKAGED_MODELS, model.name, model)
-    with pytest.raises(ModelFileError, match="must be 123"):
+    with pytest.raises(ModelFileError, match="expected 123"):
         local_llm.model_path(model.name)
 
 
