@@ -86,7 +86,10 @@ def local_latency(count: int, model: str) -> dict:
     from ragapp.services import run_create
 
     settings.RAG_CHAT_PROVIDER = "local"
-    settings.RAG_JUDGE_METHOD = "logprobs"
+    settings.RAG_RELEVANCE_JUDGE = "logprobs"
+    settings.RAG_FAITHFULNESS_JUDGE = "structured"
+    settings.RAG_RELEVANCE_THRESHOLD = 0.6
+    settings.RAG_ANSWER_CONFIDENCE_THRESHOLD = 0.8
     for name in ("RAG_GENERATION_MODEL", "RAG_GRADER_MODEL", "RAG_BROADEN_MODEL"):
         setattr(settings, name, model)
     clear_chat_models_cache()

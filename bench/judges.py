@@ -74,7 +74,12 @@ def evaluate(model_name: str, method: str, items: list[dict]) -> dict:
 
     model = local_chat_model(model_name)
     models = ChatModels(
-        generator=model, grader=model, broadener=model, judge_method=method, bounded_schemas=True
+        generator=model,
+        grader=model,
+        broadener=model,
+        relevance_method=method,
+        faithfulness_method=method,
+        bounded_schemas=True,
     )
     out = {}
     for kind in ("relevance", "faithfulness"):
@@ -115,8 +120,14 @@ def evaluate(model_name: str, method: str, items: list[dict]) -> dict:
         }
         if method == "logprobs":
             result["best_threshold"], result["accuracy_at_best"] = best_threshold(values, truth)
+            result["accuracy_at_0.5"] = round(
+                sum((v >= 0.5) == t for v, t in zip(values, truth, strict=True)) / len(truth), 3
+            )
+        result["values"] = [round(v, 3) for v in values]
+        result["truth"] = truth
         out[kind] = result
-        print(f"{model_name:<20} {method:<10} {kind:<12} {json.dumps(result)}", flush=True)
+        shown = {k: v for k, v in result.items() if k not in ("values", "truth")}
+        print(f"{model_name:<20} {method:<10} {kind:<12} {json.dumps(shown)}", flush=True)
     return out
 
 

@@ -238,14 +238,15 @@ _CHAT_DEFAULTS = {
 RAG_GENERATION_MODEL = env_str("RAG_GENERATION_MODEL", _CHAT_DEFAULTS[0])
 RAG_GRADER_MODEL = env_str("RAG_GRADER_MODEL", _CHAT_DEFAULTS[1])
 RAG_BROADEN_MODEL = env_str("RAG_BROADEN_MODEL", RAG_GRADER_MODEL)
-# How judges decide: "structured" JSON with reasoning first, or "logprobs" of a one-word yes/no
-# answer. On the packaged CPU models, logprobs is several times faster and judged better
-# (docs/models.md has the measurements).
-RAG_JUDGE_METHOD = env_choice(
-    "RAG_JUDGE_METHOD",
-    "logprobs" if RAG_CHAT_PROVIDER == "local" else "structured",
-    ("structured", "logprobs"),
+# How each judge decides: "structured" JSON with reasoning first, or "logprobs" of a one-word
+# yes/no answer. Measured on the packaged 1.5B model (docs/models.md): for relevance, logprobs
+# was as accurate and twice as fast; for faithfulness, structured was more accurate and names
+# the unsupported claims, which refinement and refusals need.
+_JUDGES = ("structured", "logprobs")
+RAG_RELEVANCE_JUDGE = env_choice(
+    "RAG_RELEVANCE_JUDGE", "logprobs" if RAG_CHAT_PROVIDER == "local" else "structured", _JUDGES
 )
+RAG_FAITHFULNESS_JUDGE = env_choice("RAG_FAITHFULNESS_JUDGE", "structured", _JUDGES)
 RAG_LLM_TIMEOUT = env_float(
     "RAG_LLM_TIMEOUT", 120.0 if RAG_CHAT_PROVIDER == "local" else 60.0, minimum=1
 )
@@ -255,9 +256,17 @@ RAG_LOCAL_THREADS = env_int("RAG_LOCAL_THREADS", 0)
 RAG_LOCAL_MAX_TOKENS = env_int("RAG_LOCAL_MAX_TOKENS", 768, minimum=16)
 
 RAG_TOP_K = env_int("RAG_TOP_K", 5, minimum=1)
-RAG_RELEVANCE_THRESHOLD = env_float("RAG_RELEVANCE_THRESHOLD", 0.75, maximum=1.0)
+# The seed's thresholds are for scores a judge states; a yes/no probability has its own scale
+# (the 1.5B model's P(yes) for relevant chunks measured 0.56-0.78), hence its own default.
+RAG_RELEVANCE_THRESHOLD = env_float(
+    "RAG_RELEVANCE_THRESHOLD", 0.6 if RAG_RELEVANCE_JUDGE == "logprobs" else 0.75, maximum=1.0
+)
 RAG_MIN_RELEVANT_DOCS = env_int("RAG_MIN_RELEVANT_DOCS", 1, minimum=1)
-RAG_ANSWER_CONFIDENCE_THRESHOLD = env_float("RAG_ANSWER_CONFIDENCE_THRESHOLD", 0.80, maximum=1.0)
+RAG_ANSWER_CONFIDENCE_THRESHOLD = env_float(
+    "RAG_ANSWER_CONFIDENCE_THRESHOLD",
+    0.65 if RAG_FAITHFULNESS_JUDGE == "logprobs" else 0.80,
+    maximum=1.0,
+)
 RAG_GRADE_CONCURRENCY = env_int("RAG_GRADE_CONCURRENCY", 4, minimum=1)
 RAG_RETRIEVAL_MODE = env_choice("RAG_RETRIEVAL_MODE", "vector", ("vector", "hybrid"))
 RAG_MAX_QUERY_CHARS = env_int("RAG_MAX_QUERY_CHARS", 4000, minimum=10)

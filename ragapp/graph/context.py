@@ -29,7 +29,9 @@ class ChatModels:
     generator: BaseChatModel
     grader: BaseChatModel
     broadener: BaseChatModel
-    judge_method: str = "structured"  # "structured" JSON or "logprobs" of a yes/no answer
+    # Each judge's method: "structured" JSON, or "logprobs" of a one-word yes/no answer.
+    relevance_method: str = "structured"
+    faithfulness_method: str = "structured"
     structured_method: str = "json_schema"  # how with_structured_output asks for JSON
     bounded_schemas: bool = False  # cap string/list lengths in the schema (local servers)
     names: dict[str, str] = field(default_factory=dict)  # job -> model name, for metadata

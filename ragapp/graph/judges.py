@@ -122,7 +122,7 @@ def yes_probability(model: BaseChatModel, messages: list[BaseMessage], *, usage:
     content = (message.response_metadata.get("logprobs") or {}).get("content") or []
     if not content:
         raise JudgeError(
-            "the model server returned no token probabilities; use RAG_JUDGE_METHOD=structured"
+            "the model server returned no token probabilities; use the structured judge method"
         )
     p_yes = p_no = 0.0
     for candidate in content[0].get("top_logprobs", []):
@@ -140,7 +140,7 @@ def judge_relevance(
     models: ChatModels, question: str, doc: RetrievedDoc, *, usage: Usage
 ) -> DocumentRelevance:
     """How well `doc` answers `question`, by the configured judge method."""
-    if models.judge_method == "logprobs":
+    if models.relevance_method == "logprobs":
         p = _with_retry(
             lambda: yes_probability(
                 models.grader, prompts.relevance_yes_no_messages(question, doc), usage=usage
@@ -167,7 +167,7 @@ def judge_faithfulness(
     models: ChatModels, question: str, answer: str, docs: list[RetrievedDoc], *, usage: Usage
 ) -> AnswerFaithfulness:
     """Whether the documents support every claim of `answer`, by the configured judge method."""
-    if models.judge_method == "logprobs":
+    if models.faithfulness_method == "logprobs":
         p = _with_retry(
             lambda: yes_probability(
                 models.grader,

@@ -1,4 +1,4 @@
-"""Structured outputs of the judges (RAG_JUDGE_METHOD=structured).
+"""Structured outputs of the judges (the `structured` judge method).
 
 The field order is deliberate: small models write the fields in order, so `reasoning` comes
 first and the verdict is conditioned on it. With the verdict first we saw "relevant: true" next

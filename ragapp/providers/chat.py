@@ -58,7 +58,8 @@ def _build(provider: str, names: dict[str, str]) -> ChatModels:
             generator=model,
             grader=model,
             broadener=model,
-            judge_method=settings.RAG_JUDGE_METHOD,
+            relevance_method=settings.RAG_RELEVANCE_JUDGE,
+            faithfulness_method=settings.RAG_FAITHFULNESS_JUDGE,
             names=names,
         )
     raise ImproperlyConfigured(f"Unknown RAG_CHAT_PROVIDER {provider!r}")
@@ -76,7 +77,8 @@ def _models(names: dict[str, str], make, *, bounded_schemas: bool = False) -> Ch
         generator=get(names["generation"]),
         grader=get(names["grading"]),
         broadener=get(names["broadening"]),
-        judge_method=settings.RAG_JUDGE_METHOD,
+        relevance_method=settings.RAG_RELEVANCE_JUDGE,
+        faithfulness_method=settings.RAG_FAITHFULNESS_JUDGE,
         bounded_schemas=bounded_schemas,
         names=names,
     )

@@ -51,6 +51,7 @@ def models(request, script):
         generator=model,
         grader=model,
         broadener=model,
-        judge_method=request.param,
+        relevance_method=request.param,
+        faithfulness_method=request.param,
         names={"generation": "fake-chat", "grading": "fake-chat", "broadening": "fake-chat"},
     )

@@ -141,7 +141,7 @@ def test_still_unfaithful_after_refinement_is_refused_with_the_reason(
     assert run.status == QueryRun.Status.REFUSED
     assert run.response_metadata["refusal_reason"] == "unfaithful"
     assert run.answer.startswith("I can't give a reliable answer")
-    if models.judge_method == "structured":  # only structured judges name the claims
+    if models.faithfulness_method == "structured":  # only structured judges name the claims
         assert "an unsupported claim" in run.answer
     assert run.response_metadata["draft_answer"].endswith("(refined)")
     answer_event = payloads(run, "answer")[0]

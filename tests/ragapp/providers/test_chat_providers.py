@@ -56,5 +56,6 @@ def test_one_client_per_distinct_model(settings):
     assert models.generator.model_name == "gpt-4o"
     assert models.grader is models.broadener and models.grader.model_name == "gpt-4o-mini"
     assert models.grader.temperature == 0
-    assert models.judge_method == settings.RAG_JUDGE_METHOD
+    assert models.relevance_method == settings.RAG_RELEVANCE_JUDGE
+    assert models.faithfulness_method == settings.RAG_FAITHFULNESS_JUDGE
     clear_chat_models_cache()

@@ -151,7 +151,8 @@ def test_the_local_provider_answers_a_real_question_from_the_bundled_docs(settin
     """The embedded default end to end: MiniLM retrieval, Qwen2.5 1.5B judging and answering."""
     settings.RAG_EMBEDDING_PROVIDER = "local"
     settings.RAG_CHAT_PROVIDER = "local"
-    settings.RAG_JUDGE_METHOD = "logprobs"
+    settings.RAG_RELEVANCE_JUDGE = "logprobs"
+    settings.RAG_FAITHFULNESS_JUDGE = "structured"
     settings.RAG_GENERATION_MODEL = settings.RAG_GRADER_MODEL = "qwen2.5-coder-1.5b"
     settings.RAG_BROADEN_MODEL = "qwen2.5-coder-1.5b"
     clear_chat_models_cache()
