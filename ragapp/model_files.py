@@ -19,14 +19,19 @@ class ModelFileError(ImproperlyConfigured):
     """A packaged model file is missing or is not the file we pinned."""
 
 
-def packaged_file(distribution: str, relative_path: str) -> Path:
-    """The installed path of `relative_path` inside the distribution `distribution`."""
+def installed(distribution: str) -> importlib.metadata.Distribution:
+    """The installed distribution called `distribution`, or a clear error saying how to get it."""
     try:
-        dist = importlib.metadata.distribution(distribution)
+        return importlib.metadata.distribution(distribution)
     except importlib.metadata.PackageNotFoundError:
         raise ModelFileError(
             f"The package {distribution!r} is not installed; run `uv sync` to install it."
         ) from None
+
+
+def packaged_file(distribution: str, relative_path: str) -> Path:
+    """The installed path of `relative_path` inside the distribution `distribution`."""
+    dist = installed(distribution)
     for entry in dist.files or ():
         if str(entry) == relative_path:
             return Path(dist.locate_file(entry))

@@ -12,7 +12,6 @@ langchain-openai code path as to OpenAI, vLLM or Ollama.
 
 from __future__ import annotations
 
-import importlib.metadata
 import logging
 import os
 import secrets
@@ -25,7 +24,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from ragapp.model_files import ModelFileError, verify_file
+from ragapp.model_files import ModelFileError, installed, verify_file
 
 logger = logging.getLogger(__name__)
 
@@ -84,12 +83,7 @@ def packaged_model(name: str) -> PackagedModel:
 
 def _data_file(package: str) -> Path:
     """The one data file a model package carries (found by metadata, never by importing it)."""
-    try:
-        dist = importlib.metadata.distribution(package)
-    except importlib.metadata.PackageNotFoundError:
-        raise ModelFileError(
-            f"The model package {package!r} is not installed; run `uv sync` to install it."
-        ) from None
+    dist = installed(package)
     files = [
         f
         for f in dist.files or ()
