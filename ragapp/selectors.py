@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import transaction
 
-from ragapp.models import Chunk, EmbeddingIndex
+from ragapp.models import Chunk, Document, EmbeddingIndex
 from ragapp.providers import EmbeddingProvider
 from ragapp.vector_index import cosine_distance_to, set_ef_search
 
@@ -66,8 +66,6 @@ def chunk_vector_search(*, query: str, embeddings: EmbeddingProvider, k: int) ->
 
 def knowledge_base_stats() -> dict:
     """Documents, chunks and the embedding model, for summaries and health checks."""
-    from ragapp.models import Document
-
     index = embedding_index_get()
     return {
         "documents": Document.objects.count(),
