@@ -111,6 +111,7 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "django.contrib.postgres",
+    "django_eventstream",
     "ragapp",
     "ingestion",
 ]
@@ -270,3 +271,11 @@ RAG_ANSWER_CONFIDENCE_THRESHOLD = env_float(
 RAG_GRADE_CONCURRENCY = env_int("RAG_GRADE_CONCURRENCY", 4, minimum=1)
 RAG_RETRIEVAL_MODE = env_choice("RAG_RETRIEVAL_MODE", "vector", ("vector", "hybrid"))
 RAG_MAX_QUERY_CHARS = env_int("RAG_MAX_QUERY_CHARS", 4000, minimum=10)
+
+# --- Runs and streaming -------------------------------------------------------------------
+
+# Runs execute on this many worker threads per web process; more submissions queue.
+RAG_MAX_CONCURRENT_RUNS = env_int("RAG_MAX_CONCURRENT_RUNS", 2, minimum=1)
+# The live trace: one eventstream channel per run, read from the TraceEvent table itself.
+EVENTSTREAM_STORAGE_CLASS = "ragapp.eventstream.TraceEventStorage"
+EVENTSTREAM_CHANNELMANAGER_CLASS = "ragapp.eventstream.RunChannelManager"

@@ -11,4 +11,6 @@ urlpatterns = [
     path("", RedirectView.as_view(url="/admin/", permanent=False)),
     path("admin/", admin.site.urls),
     path("healthz", views.healthz, name="healthz"),
+    # The live trace of one run (SSE): only its owner or staff get in.
+    path("runs/<uuid:run_id>/events/", views.run_events, name="run-events"),
 ]

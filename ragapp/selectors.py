@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import transaction
 
-from ragapp.models import Chunk, Document, EmbeddingIndex
+from ragapp.models import Chunk, Document, EmbeddingIndex, QueryRun
 from ragapp.providers import EmbeddingProvider
 from ragapp.vector_index import cosine_distance_to, set_ef_search
 
@@ -73,3 +73,17 @@ def knowledge_base_stats() -> dict:
         "embedding_model": index.model if index else None,
         "dimensions": index.dimensions if index else None,
     }
+
+
+def runs_visible_to(*, user):
+    """The runs `user` may see: their own, or every run for staff; none for anonymous users."""
+    if user is None or not user.is_authenticated:
+        return QueryRun.objects.none()
+    if user.is_staff:
+        return QueryRun.objects.all()
+    return QueryRun.objects.filter(owner=user)
+
+
+def run_visible_to(*, user, run_id) -> bool:
+    """Whether `user` may see the run `run_id`."""
+    return runs_visible_to(user=user).filter(pk=run_id).exists()

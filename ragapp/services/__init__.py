@@ -7,6 +7,7 @@ from ragapp.services.runs import (
     run_fail,
     run_finish,
     run_start,
+    run_submit,
 )
 
 __all__ = [
@@ -17,4 +18,5 @@ __all__ = [
     "run_fail",
     "run_finish",
     "run_start",
+    "run_submit",
 ]

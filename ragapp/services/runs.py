@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.db import transaction
 from django.utils import timezone
 
 from ragapp.models import QueryRun
@@ -41,6 +42,15 @@ def clean_query(query: object) -> str:
 def run_create(*, query: str, owner=None) -> QueryRun:
     """Create a queued run for `query` (validated)."""
     return QueryRun.objects.create(query=clean_query(query), owner=owner)
+
+
+def run_submit(*, query: str, owner=None) -> QueryRun:
+    """Create a run and hand it to the executor once the row is committed."""
+    from ragapp.executor import get_executor
+
+    run = run_create(query=query, owner=owner)
+    transaction.on_commit(lambda: get_executor().submit(run.pk))
+    return run
 
 
 def _move(run: QueryRun, target: str, **fields) -> QueryRun:

@@ -1,0 +1,93 @@
+"""django-eventstream wiring: one channel per run, backed by the TraceEvent table.
+
+The storage class does not store anything itself. The graph's emitter has already written the
+`TraceEvent` row (seq 1, 2, 3 ...) when it publishes, so `append_event` only hands back that row's
+seq as the event id, and `get_events` (Last-Event-ID resume) reads the very same rows. Nothing is
+stored twice, and nothing expires after 24 hours as with the library's DjangoModelStorage.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+from django.core.serializers.json import DjangoJSONEncoder
+from django_eventstream import send_event
+from django_eventstream.channelmanager import DefaultChannelManager
+from django_eventstream.event import Event
+from django_eventstream.storage import EventDoesNotExist, StorageBase
+
+from ragapp.models import TraceEvent
+from ragapp.selectors import run_visible_to
+
+CHANNEL_PREFIX = "run-"
+
+
+def channel_for(run_id) -> str:
+    """The eventstream channel of a run."""
+    return f"{CHANNEL_PREFIX}{run_id}"
+
+
+def run_id_of(channel: str) -> uuid.UUID | None:
+    """The run a channel belongs to, or None for a channel that is not a run's."""
+    if not channel.startswith(CHANNEL_PREFIX):
+        return None
+    try:
+        return uuid.UUID(channel.removeprefix(CHANNEL_PREFIX))
+    except ValueError:
+        return None
+
+
+def event_message(event: TraceEvent) -> dict:
+    """The JSON an SSE client receives for a trace event (pages embed the same)."""
+    return {
+        "seq": event.seq,
+        "kind": event.kind,
+        "node": event.node,
+        "payload": event.payload,
+        "created_at": event.created_at.isoformat(),
+        "duration_ms": event.duration_ms,
+    }
+
+
+def publish(event: TraceEvent) -> None:
+    """Send a stored trace event to the run's subscribers."""
+    send_event(channel_for(event.run_id), event.kind, event_message(event))
+
+
+def _as_event(channel: str, row: TraceEvent) -> Event:
+    data = json.dumps(event_message(row), cls=DjangoJSONEncoder)
+    return Event(channel, row.kind, data, id=row.seq)
+
+
+class TraceEventStorage(StorageBase):
+    """Eventstream storage reading (never writing) the TraceEvent rows of a run."""
+
+    def append_event(self, channel, event_type, data):
+        """Return the already-stored event that is being published (its id is its seq)."""
+        message = json.loads(data)
+        return Event(channel, event_type, data, id=int(message["seq"]))
+
+    def get_events(self, channel, last_id, limit=100):
+        """Events after `last_id` (a seq), in order."""
+        run_id = run_id_of(channel)
+        if run_id is None:
+            raise EventDoesNotExist("not a run channel", 0)
+        rows = TraceEvent.objects.filter(run_id=run_id, seq__gt=last_id).order_by("seq")[:limit]
+        return [_as_event(channel, row) for row in rows]
+
+    def get_current_id(self, channel):
+        """The last seq stored for the run (0 before its first event)."""
+        run_id = run_id_of(channel)
+        if run_id is None:
+            return 0
+        last = TraceEvent.objects.filter(run_id=run_id).order_by("-seq").first()
+        return last.seq if last else 0
+
+
+class RunChannelManager(DefaultChannelManager):
+    """Only a run's owner, or staff, may read its channel."""
+
+    def can_read_channel(self, user, channel):
+        run_id = run_id_of(channel)
+        return run_id is not None and run_visible_to(user=user, run_id=run_id)

@@ -1,0 +1,111 @@
+"""The live trace channel: storage backed by TraceEvent, ownership, and the run executor."""
+
+import json
+
+import pytest
+from django.urls import reverse
+
+from ragapp.eventstream import (
+    RunChannelManager,
+    TraceEventStorage,
+    channel_for,
+    event_message,
+)
+from ragapp.models import QueryRun, TraceEvent
+from ragapp.services import run_create
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def users(django_user_model):
+    return {
+        "owner": django_user_model.objects.create_user("owner", password="pw-owner-123"),
+        "other": django_user_model.objects.create_user("other", password="pw-other-123"),
+        "staff": django_user_model.objects.create_user(
+            "staff", password="pw-staff-123", is_staff=True
+        ),
+    }
+
+
+@pytest.fixture
+def run(users):
+    run = run_create(query="How?", owner=users["owner"])
+    for seq, kind in enumerate(["retrieve", "grade", "grade_docs", "generate"], 1):
+        TraceEvent.objects.create(run=run, seq=seq, kind=kind, node=kind, payload={"n": seq})
+    return run
+
+
+def test_storage_reads_the_trace_rows_after_a_seq(run):
+    storage = TraceEventStorage()
+    channel = channel_for(run.pk)
+    assert storage.get_current_id(channel) == 4
+    events = storage.get_events(channel, 2)
+    assert [(e.id, e.type) for e in events] == [(3, "grade_docs"), (4, "generate")]
+    assert json.loads(events[0].data)["payload"] == {"n": 3}
+    assert storage.get_events(channel, 4) == []
+    assert [e.id for e in storage.get_events(channel, 0, limit=2)] == [1, 2]
+
+
+def test_storage_writes_nothing_when_an_event_is_published(run):
+    storage = TraceEventStorage()
+    row = TraceEvent.objects.get(run=run, seq=3)
+    event = storage.append_event(channel_for(run.pk), row.kind, json.dumps(event_message(row)))
+    assert event.id == 3
+    assert TraceEvent.objects.filter(run=run).count() == 4
+
+
+def test_a_run_without_events_starts_at_zero(users):
+    empty = run_create(query="Nothing yet", owner=users["owner"])
+    assert TraceEventStorage().get_current_id(channel_for(empty.pk)) == 0
+
+
+def test_only_the_owner_or_staff_may_read_a_run_channel(run, users):
+    manager = RunChannelManager()
+    channel = channel_for(run.pk)
+    assert manager.can_read_channel(users["owner"], channel)
+    assert manager.can_read_channel(users["staff"], channel)
+    assert not manager.can_read_channel(users["other"], channel)
+    assert not manager.can_read_channel(None, channel)
+    assert not manager.can_read_channel(users["staff"], "run-not-a-uuid")
+    assert not manager.can_read_channel(users["staff"], "news")
+
+
+@pytest.mark.parametrize("who, status", [("other", 404), ("staff", 200), ("owner", 200)])
+def test_the_event_stream_endpoint_enforces_ownership(client, run, users, who, status):
+    client.force_login(users[who])
+    response = client.get(reverse("run-events", args=[run.pk]))
+    assert response.status_code == status
+    if status == 200:
+        assert response["Content-Type"].startswith("text/event-stream")
+        response.close()
+
+
+def test_anonymous_is_refused(client, run):
+    response = client.get(reverse("run-events", args=[run.pk]))
+    assert response.status_code == 403
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_submitted_run_executes_in_the_background_and_is_stored(settings, tmp_path):
+    from django.core.management import call_command
+
+    from ragapp.executor import get_executor
+    from ragapp.providers.chat import clear_chat_models_cache
+    from ragapp.services import run_submit
+
+    settings.RAG_CHAT_PROVIDER = "fake"
+    clear_chat_models_cache()
+    (tmp_path / "guide.md").write_text("# Guide\n\nRestart the worker with `restart worker`.\n")
+    call_command("ingest_docs", str(tmp_path), stdout=None)
+    run = run_submit(query="How do I restart the worker?")  # autocommit: submitted at once
+    executor = get_executor()
+    executor.shutdown(wait=True)  # wait for the queued run to finish
+    import ragapp.executor as module
+
+    module._executor = None
+    run.refresh_from_db()
+    assert run.status == QueryRun.Status.ANSWERED
+    kinds = list(run.events.values_list("kind", flat=True))
+    assert kinds[0] == "retrieve" and kinds[-1] == "done"
+    clear_chat_models_cache()
