@@ -179,6 +179,10 @@ TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
 
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "ask"
+LOGOUT_REDIRECT_URL = "login"
+
 STATIC_URL = "static/"
 STATIC_ROOT = Path(env_str("DJANGO_STATIC_ROOT", str(RAG_DATA_DIR / "staticfiles")))
 # WhiteNoise warns on every start when the folder is missing, even though it serves from the

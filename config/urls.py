@@ -1,14 +1,15 @@
 """URL configuration."""
 
 from django.contrib import admin
-from django.urls import path
-from django.views.generic import RedirectView
+from django.urls import include, path
 
 from ragapp import views
 
 urlpatterns = [
-    # Until the portal exists, the admin is the product's front door.
-    path("", RedirectView.as_view(url="/admin/", permanent=False)),
+    path("", views.ask, name="ask"),
+    path("runs/<uuid:run_id>/", views.run_detail, name="run-detail"),
+    path("runs/<uuid:run_id>/answer/", views.run_answer, name="run-answer"),
+    path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
     path("healthz", views.healthz, name="healthz"),
     # The live trace of one run (SSE): only its owner or staff get in.

@@ -87,3 +87,30 @@ def runs_visible_to(*, user):
 def run_visible_to(*, user, run_id) -> bool:
     """Whether `user` may see the run `run_id`."""
     return runs_visible_to(user=user).filter(pk=run_id).exists()
+
+
+def run_events_list(*, run: QueryRun) -> list:
+    """A run's stored trace events, in order."""
+    return list(run.events.order_by("seq"))
+
+
+def recent_runs(*, user, limit: int = 10) -> list:
+    """The user's latest runs (everyone's for staff), newest first."""
+    return list(runs_visible_to(user=user).order_by("-created_at")[:limit])
+
+
+def example_questions(*, limit: int = 4) -> list[str]:
+    """Questions a new user could ask, made from section headings of the ingested docs."""
+    headings = (
+        Chunk.objects.exclude(heading_path="")
+        .filter(ordinal=0)
+        .order_by("document__source_path")
+        .values_list("heading_path", flat=True)[: limit * 4]
+    )
+    questions, seen = [], set()
+    for path in headings:
+        leaf = path.split(" > ")[-1]
+        if leaf.lower() not in seen and len(leaf) < 60:
+            seen.add(leaf.lower())
+            questions.append(f"What does the documentation say about {leaf.lower()}?")
+    return questions[:limit]

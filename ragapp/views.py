@@ -1,11 +1,24 @@
-"""Portal pages."""
+"""Portal pages. Thin: validate, call a service or selector, render."""
 
+from django.contrib.auth.decorators import login_required
 from django.db import connection
 from django.http import Http404, HttpResponseForbidden, JsonResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods
 from django_eventstream.views import events
 
-from ragapp.eventstream import channel_for
-from ragapp.selectors import run_visible_to
+from ragapp.eventstream import channel_for, event_message
+from ragapp.forms import AskForm
+from ragapp.models import QueryRun
+from ragapp.rendering import render_markdown
+from ragapp.selectors import (
+    example_questions,
+    recent_runs,
+    run_events_list,
+    run_visible_to,
+    runs_visible_to,
+)
+from ragapp.services import run_submit
 
 
 def healthz(request):
@@ -26,3 +39,56 @@ def run_events(request, run_id):
     if not run_visible_to(user=request.user, run_id=run_id):
         raise Http404("No such run.")  # another user's run does not exist, as far as you know
     return events(request, channels=[channel_for(run_id)])
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def ask(request):
+    """The question box, example questions and the user's recent runs; POST starts a run."""
+    form = AskForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        run = run_submit(query=form.cleaned_data["query"], owner=request.user)
+        return redirect("run-detail", run_id=run.pk)
+    return render(
+        request,
+        "ragapp/ask.html",
+        {"form": form, "examples": example_questions(), "runs": recent_runs(user=request.user)},
+        status=400 if form.errors else 200,
+    )
+
+
+def _visible_run(request, run_id) -> QueryRun:
+    run = runs_visible_to(user=request.user).filter(pk=run_id).first()
+    if run is None:
+        raise Http404("No such run.")
+    return run
+
+
+@login_required
+def run_detail(request, run_id):
+    """A run's trace so far (rendered by the same script that then follows it live)."""
+    run = _visible_run(request, run_id)
+    trace = [event_message(event) for event in run_events_list(run=run)]
+    return render(
+        request,
+        "ragapp/run.html",
+        {"run": run, "trace": trace, "last_seq": trace[-1]["seq"] if trace else 0},
+    )
+
+
+@login_required
+def run_answer(request, run_id):
+    """The answer block of a finished run, as sanitized HTML (fetched by the live page)."""
+    run = _visible_run(request, run_id)
+    meta = run.response_metadata or {}
+    sources = meta.get("sources", [])
+    return render(
+        request,
+        "ragapp/_answer.html",
+        {
+            "run": run,
+            "answer_html": render_markdown(run.answer, sources=len(sources)),
+            "sources": sources,
+            "meta": meta,
+        },
+    )

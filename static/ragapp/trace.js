@@ -1,0 +1,70 @@
+// The run page: renders the stored trace, then follows the live stream from the last seq shown.
+// Replay uses the same renderLine(), so a past run looks exactly like a live one.
+(function () {
+  "use strict";
+  var config = document.getElementById("run-config");
+  if (!config) { return; }
+  var list = document.getElementById("trace");
+  var lastSeq = 0;
+  var finished = false;
+
+  function text(value) { return value === undefined || value === null ? "" : String(value); }
+  function where(doc) {
+    doc = doc || {};
+    return text(doc.source_path) + (doc.heading_path ? " › " + doc.heading_path : "");
+  }
+  function ms(p) { return p.duration_ms != null ? " (" + Math.round(p.duration_ms) + " ms)" : ""; }
+
+  // One readable line per event; textContent only, so nothing in a payload is ever HTML.
+  function describe(e) {
+    var p = e.payload || {};
+    switch (e.kind) {
+      case "retrieve": return "retrieve #" + p.iteration + ": " + p.docs_found + " documents for “" + p.query + "”" + ms(p);
+      case "grade": return "grading document " + p.index + " of " + p.total + " … relevance " + Number(p.score).toFixed(2) + ", " + (p.passed ? "kept" : "filtered out") + " — " + where(p.document);
+      case "grade_docs": return p.passed + " of " + p.total + " documents passed" + ms(p);
+      case "broaden": return "broadened the query: “" + p.old_query + "” → “" + p.new_query + "”";
+      case "generate": return p.fallback ? "no relevant documents: honest fallback, no model call" : "generated an answer from " + (p.sources || []).length + " documents" + ms(p);
+      case "grade_answer": return "faithfulness " + Number(p.faithfulness_score).toFixed(2) + ", risk " + p.hallucination_risk + ": " + (p.faithful ? "faithful" : "not faithful") + ms(p);
+      case "refine": return "refined the answer" + ms(p);
+      case "answer": return "final: " + p.status;
+      case "error": return "error: " + p.message;
+      case "done": return "done (" + p.status + ")";
+      default: return e.kind;
+    }
+  }
+
+  function renderLine(e) {
+    if (e.seq <= lastSeq) { return; }  // exactly once, in order
+    lastSeq = e.seq;
+    var li = document.createElement("li");
+    li.className = "event kind-" + e.kind;
+    li.dataset.seq = e.seq;
+    li.textContent = describe(e);
+    list.appendChild(li);
+    if (e.kind === "done") { finish(); }
+  }
+
+  function finish() {
+    if (finished) { return; }
+    finished = true;
+    document.getElementById("waiting").hidden = true;
+    fetch(config.dataset.answerUrl, { credentials: "same-origin" })
+      .then(function (r) { return r.text(); })
+      .then(function (html) { document.getElementById("answer").innerHTML = html; });
+    if (window.traceSource) { window.traceSource.close(); }
+  }
+
+  var stored = JSON.parse(document.getElementById("trace-data").textContent);
+  stored.forEach(renderLine);
+  if (finished) { return; }
+
+  var options = {};
+  if (lastSeq > 0) { options.lastEventId = config.dataset.channel + ":" + lastSeq; }
+  var source = new ReconnectingEventSource(config.dataset.eventsUrl, options);
+  window.traceSource = source;
+  ["retrieve", "grade", "grade_docs", "broaden", "generate", "grade_answer", "refine", "answer",
+   "error", "done"].forEach(function (kind) {
+    source.addEventListener(kind, function (m) { renderLine(JSON.parse(m.data)); });
+  });
+  window.renderTraceLine = renderLine;
+})();

@@ -1,0 +1,144 @@
+"""The portal pages through Django's test client: sign-in, asking, run pages, sanitized answers."""
+
+import json
+import re
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from ragapp.models import QueryRun, TraceEvent
+from ragapp.services import run_create, run_finish, run_start
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def users(django_user_model):
+    make = django_user_model.objects.create_user
+    return {
+        "owner": make("owner", password="pw-owner-123"),
+        "other": make("other", password="pw-other-123"),
+        "staff": make("staff", password="pw-staff-123", is_staff=True),
+    }
+
+
+def signed_in(user, *, csrf=False) -> Client:
+    client = Client(enforce_csrf_checks=csrf)
+    client.force_login(user)
+    return client
+
+
+def finished_run(owner, answer, *, sources=()):
+    run = run_start(run=run_create(query="How do I restart?", owner=owner))
+    TraceEvent.objects.create(
+        run=run,
+        seq=1,
+        kind="retrieve",
+        node="retrieve",
+        payload={"iteration": 1, "docs_found": 1, "query": "q"},
+    )
+    return run_finish(
+        run=run,
+        status="answered",
+        answer=answer,
+        faithfulness_score=0.9,
+        hallucination_risk="low",
+        iteration_count=1,
+        correction_count=0,
+        response_metadata={"sources": list(sources), "total_ms": 12, "models": {}},
+    )
+
+
+def test_every_page_needs_sign_in(client, users):
+    run = run_create(query="q", owner=users["owner"])
+    for url in [
+        reverse("ask"),
+        reverse("run-detail", args=[run.pk]),
+        reverse("run-answer", args=[run.pk]),
+    ]:
+        response = client.get(url)
+        assert response.status_code == 302 and "/accounts/login/" in response["Location"]
+
+
+def test_sign_in_page_works(client, users):
+    assert client.get(reverse("login")).status_code == 200
+    response = client.post(reverse("login"), {"username": "owner", "password": "pw-owner-123"})
+    assert response.status_code == 302 and response["Location"] == reverse("ask")
+
+
+def test_ask_page_shows_form_and_recent_runs(users):
+    run_create(query="An earlier question", owner=users["owner"])
+    run_create(query="Someone else's question", owner=users["other"])
+    body = signed_in(users["owner"]).get(reverse("ask")).content.decode()
+    assert 'name="query"' in body and "csrfmiddlewaretoken" in body
+    assert "An earlier question" in body and "Someone else" not in body
+
+
+def test_asking_needs_a_csrf_token(users):
+    client = signed_in(users["owner"], csrf=True)
+    assert client.post(reverse("ask"), {"query": "How?"}).status_code == 403
+    assert not QueryRun.objects.exists()
+    page = client.get(reverse("ask")).content.decode()
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+    response = client.post(reverse("ask"), {"query": "How?", "csrfmiddlewaretoken": token})
+    run = QueryRun.objects.get()
+    assert response.status_code == 302
+    assert response["Location"] == reverse("run-detail", args=[run.pk])
+    assert run.owner == users["owner"] and run.status == QueryRun.Status.QUEUED
+
+
+@pytest.mark.parametrize("query, message", [("   ", "empty"), ("x" * 100_000, "limit")])
+def test_bad_questions_are_refused_clearly(users, query, message):
+    response = signed_in(users["owner"]).post(reverse("ask"), {"query": query})
+    assert response.status_code == 400
+    assert message in response.content.decode()
+    assert not QueryRun.objects.exists()
+
+
+@pytest.mark.parametrize("who, status", [("owner", 200), ("staff", 200), ("other", 404)])
+def test_run_pages_belong_to_their_owner(users, who, status):
+    run = finished_run(users["owner"], "Restart it.")
+    client = signed_in(users[who])
+    assert client.get(reverse("run-detail", args=[run.pk])).status_code == status
+    assert client.get(reverse("run-answer", args=[run.pk])).status_code == status
+
+
+def test_run_page_embeds_the_stored_trace_for_the_script(users):
+    run = finished_run(users["owner"], "Restart it.")
+    body = signed_in(users["owner"]).get(reverse("run-detail", args=[run.pk])).content.decode()
+    data = re.search(r'<script id="trace-data" type="application/json">(.*?)</script>', body, re.S)
+    assert [e["kind"] for e in json.loads(data.group(1))] == ["retrieve"]
+    assert f'data-channel="run-{run.pk}"' in body and 'data-last-seq="1"' in body
+
+
+def test_answers_are_rendered_as_sanitized_markdown(users):
+    answer = (
+        "Run `restart` [1].\n\n<script>alert('x')</script><img src=x onerror=alert(1)>\n\n"
+        "```bash\nsystemctl restart worker\n```\n\n[click](javascript:alert(1))"
+    )
+    source = {
+        "n": 1,
+        "title": "<b onmouseover=alert(1)>Guide</b>",
+        "heading_path": "Ops",
+        "source_path": "docs/ops.md",
+        "similarity": 0.8,
+        "cited": True,
+    }
+    run = finished_run(users["owner"], answer, sources=[source])
+    body = signed_in(users["owner"]).get(reverse("run-answer", args=[run.pk])).content.decode()
+    assert "<script>" not in body and "onerror=" not in body.replace("onerror=alert(1)&gt;", "")
+    assert "&lt;script&gt;" in body  # shown as text, inert
+    assert 'href="javascript' not in body
+    assert '<a href="#source-1"' in body  # the citation links to its source
+    assert '<pre class="highlight">' in body and "systemctl" in body
+    assert "&lt;b onmouseover=alert(1)&gt;Guide&lt;/b&gt;" in body  # document text escaped
+    assert "badge-faithful" in body
+
+
+def test_a_failed_run_shows_its_error(users):
+    from ragapp.services import run_fail
+
+    run = run_fail(run=run_start(run=run_create(query="q", owner=users["owner"])), error="Boom")
+    body = signed_in(users["owner"]).get(reverse("run-answer", args=[run.pk])).content.decode()
+    assert "The run failed." in body and "Boom" in body
