@@ -53,7 +53,7 @@ def _build(provider: str, names: dict[str, str]) -> ChatModels:
     if provider == "fake":
         from ragapp.providers.fake_chat import FakeChatModel, FakeScript
 
-        model = FakeChatModel(script=FakeScript())
+        model = FakeChatModel(script=FakeScript(), delay_s=settings.RAG_FAKE_CHAT_DELAY_MS / 1000)
         return ChatModels(
             generator=model,
             grader=model,

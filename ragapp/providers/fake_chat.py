@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,6 +71,7 @@ class FakeChatModel(BaseChatModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
     script: FakeScript
     model_name: str = "fake-chat"
+    delay_s: float = 0.0  # pause before each reply (RAG_FAKE_CHAT_DELAY_MS)
 
     @property
     def _llm_type(self) -> str:
@@ -77,6 +79,8 @@ class FakeChatModel(BaseChatModel):
 
     def _generate(self, messages: list[BaseMessage], stop=None, run_manager=None, **kwargs):
         prompt = messages[-1].content
+        if self.delay_s:
+            time.sleep(self.delay_s)
         if kwargs.get("logprobs"):
             return self._yes_no(prompt)
         docs = _DOC.findall(prompt)
@@ -98,6 +102,8 @@ class FakeChatModel(BaseChatModel):
 
         def judge(messages: list[BaseMessage]) -> Any:
             prompt = messages[-1].content
+            if self.delay_s:
+                time.sleep(self.delay_s)
             self.script.calls.append(schema.__name__)
             if schema.__name__ in self.script.invalid_output_for:
                 raw = _message(prompt, "this is not JSON")
