@@ -26,3 +26,35 @@ class AskForm(forms.Form):
             return clean_query(self.cleaned_data["query"])
         except ValidationError as exc:
             raise forms.ValidationError(exc.messages) from None
+
+
+class FeedbackForm(forms.Form):
+    """Thumbs up or down, with an optional comment."""
+
+    rating = forms.TypedChoiceField(
+        choices=[(1, "Helpful"), (-1, "Not helpful")], coerce=int, widget=forms.RadioSelect
+    )
+    comment = forms.CharField(
+        required=False, max_length=2000, widget=forms.Textarea(attrs={"rows": 2, "maxlength": 2000})
+    )
+
+
+class HistoryFilterForm(forms.Form):
+    """Search and filters of the history page (all optional)."""
+
+    q = forms.CharField(required=False, max_length=200, label="Search")
+    status = forms.ChoiceField(required=False, choices=[("", "any status")])
+    risk = forms.ChoiceField(required=False, choices=[("", "any verdict")])
+    since = forms.DateField(
+        required=False, label="From", widget=forms.DateInput(attrs={"type": "date"})
+    )
+    until = forms.DateField(
+        required=False, label="To", widget=forms.DateInput(attrs={"type": "date"})
+    )
+
+    def __init__(self, *args, **kwargs):
+        from ragapp.models import QueryRun
+
+        super().__init__(*args, **kwargs)
+        self.fields["status"].choices += list(QueryRun.Status.choices)
+        self.fields["risk"].choices += list(QueryRun.Risk.choices)

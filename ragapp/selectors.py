@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import transaction
+from django.db import models, transaction
 
 from ragapp.models import Chunk, Document, EmbeddingIndex, QueryRun
 from ragapp.providers import EmbeddingProvider
@@ -114,3 +114,24 @@ def example_questions(*, limit: int = 4) -> list[str]:
             seen.add(leaf.lower())
             questions.append(f"What does the documentation say about {leaf.lower()}?")
     return questions[:limit]
+
+
+def runs_search(*, user, q: str = "", status: str = "", risk: str = "", since=None, until=None):
+    """The history: runs `user` may see, filtered, newest first."""
+    runs = runs_visible_to(user=user).select_related("owner").order_by("-created_at")
+    if q:
+        runs = runs.filter(models.Q(query__icontains=q) | models.Q(answer__icontains=q))
+    if status:
+        runs = runs.filter(status=status)
+    if risk:
+        runs = runs.filter(hallucination_risk=risk)
+    if since:
+        runs = runs.filter(created_at__date__gte=since)
+    if until:
+        runs = runs.filter(created_at__date__lte=until)
+    return runs
+
+
+def chunk_get(*, chunk_id: int) -> Chunk | None:
+    """One chunk with its document (the knowledge base is readable by every signed-in user)."""
+    return Chunk.objects.select_related("document").defer("embedding").filter(pk=chunk_id).first()

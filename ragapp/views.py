@@ -1,24 +1,29 @@
 """Portal pages. Thin: validate, call a service or selector, render."""
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
 from django.db import connection
-from django.http import Http404, HttpResponseForbidden, JsonResponse
+from django.http import Http404, HttpResponseBadRequest, HttpResponseForbidden, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 from django_eventstream.views import events
 
 from ragapp.eventstream import channel_for, event_message
-from ragapp.forms import AskForm
+from ragapp.forms import AskForm, FeedbackForm, HistoryFilterForm
 from ragapp.models import QueryRun
-from ragapp.rendering import render_markdown
+from ragapp.rendering import render_markdown, render_plain
 from ragapp.selectors import (
+    chunk_get,
     example_questions,
     recent_runs,
     run_events_list,
     run_visible_to,
+    runs_search,
     runs_visible_to,
 )
-from ragapp.services import run_submit
+from ragapp.services import feedback_submit, run_submit
 
 
 def healthz(request):
@@ -72,8 +77,61 @@ def run_detail(request, run_id):
     return render(
         request,
         "ragapp/run.html",
-        {"run": run, "trace": trace, "last_seq": trace[-1]["seq"] if trace else 0},
+        {
+            "run": run,
+            "trace": trace,
+            "last_seq": trace[-1]["seq"] if trace else 0,
+            "feedback_form": FeedbackForm(),
+            "replay": False,
+        },
     )
+
+
+@login_required
+def run_replay(request, run_id):
+    """A past run's trace re-animated at its original pace, by the live page's own script."""
+    run = _visible_run(request, run_id)
+    trace = [event_message(event) for event in run_events_list(run=run)]
+    return render(request, "ragapp/run.html", {"run": run, "trace": trace, "replay": True})
+
+
+@login_required
+@require_http_methods(["POST"])
+def run_feedback(request, run_id):
+    """Thumbs up/down with an optional comment on a finished run."""
+    run = _visible_run(request, run_id)
+    form = FeedbackForm(request.POST)
+    if not form.is_valid():
+        return render(request, "ragapp/_feedback_errors.html", {"form": form}, status=400)
+    try:
+        feedback_submit(run=run, user=request.user, **form.cleaned_data)
+    except ValidationError as exc:
+        return HttpResponseBadRequest(" ".join(exc.messages))
+    messages.success(request, "Thanks for the feedback.")
+    return redirect("run-detail", run_id=run.pk)
+
+
+@login_required
+def history(request):
+    """The user's runs (everyone's for staff): searchable, filterable, paginated."""
+    form = HistoryFilterForm(request.GET or None)
+    filters = form.cleaned_data if form.is_valid() else {}
+    runs = runs_search(user=request.user, **{k: v for k, v in filters.items() if v})
+    page = Paginator(runs, 20).get_page(request.GET.get("page"))
+    query = request.GET.copy()
+    query.pop("page", None)
+    return render(
+        request, "ragapp/history.html", {"form": form, "page": page, "query": query.urlencode()}
+    )
+
+
+@login_required
+def chunk_detail(request, chunk_id):
+    """One chunk of the knowledge base, as sanitized text, with where it comes from."""
+    chunk = chunk_get(chunk_id=chunk_id)
+    if chunk is None:
+        raise Http404("No such chunk.")
+    return render(request, "ragapp/chunk.html", {"chunk": chunk, "html": render_plain(chunk.text)})
 
 
 @login_required

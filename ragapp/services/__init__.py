@@ -3,6 +3,7 @@
 from ragapp.services.index import embedding_index_prepare, embedding_index_reembed
 from ragapp.services.runs import (
     IllegalTransition,
+    feedback_submit,
     run_create,
     run_fail,
     run_finish,
@@ -14,6 +15,7 @@ __all__ = [
     "IllegalTransition",
     "embedding_index_prepare",
     "embedding_index_reembed",
+    "feedback_submit",
     "run_create",
     "run_fail",
     "run_finish",

@@ -105,3 +105,17 @@ def run_fail(*, run: QueryRun, error: str, response_metadata: dict | None = None
     if response_metadata is not None:
         fields["response_metadata"] = response_metadata
     return _move(run, Status.FAILED, **fields)
+
+
+def feedback_submit(*, run: QueryRun, user, rating: int, comment: str = ""):
+    """Record (or replace) `user`'s thumbs up/down on a finished run."""
+    from ragapp.models import Feedback
+
+    if run.status not in (Status.ANSWERED, Status.REFUSED, Status.FAILED):
+        raise ValidationError("Feedback is for finished runs.")
+    if rating not in (Feedback.Rating.UP, Feedback.Rating.DOWN):
+        raise ValidationError("Rating must be up (1) or down (-1).")
+    feedback, _ = Feedback.objects.update_or_create(
+        run=run, user=user, defaults={"rating": rating, "comment": comment[:2000]}
+    )
+    return feedback

@@ -55,6 +55,30 @@
   }
 
   var stored = JSON.parse(document.getElementById("trace-data").textContent);
+
+  if (config.dataset.replay) {
+    // Replay: the stored events again, spaced as they originally were (divided by the speed).
+    var speed = document.getElementById("replay-speed");
+    var next = 0;
+    var timer = null;
+    var step = function () {
+      if (next >= stored.length) { return; }
+      renderLine(stored[next]);
+      next += 1;
+      if (next < stored.length) {
+        var gap = Date.parse(stored[next].created_at) - Date.parse(stored[next - 1].created_at);
+        timer = setTimeout(step, Math.min(Math.max(gap, 0), 10000) / Number(speed.value || 1));
+      }
+    };
+    document.getElementById("replay-all").addEventListener("click", function () {
+      clearTimeout(timer);
+      while (next < stored.length) { renderLine(stored[next]); next += 1; }
+    });
+    document.getElementById("waiting").hidden = true;
+    step();
+    return;
+  }
+
   stored.forEach(renderLine);
   if (finished) { return; }
 

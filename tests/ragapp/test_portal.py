@@ -119,6 +119,7 @@ def test_answers_are_rendered_as_sanitized_markdown(users):
     )
     source = {
         "n": 1,
+        "chunk_id": 7,
         "title": "<b onmouseover=alert(1)>Guide</b>",
         "heading_path": "Ops",
         "source_path": "docs/ops.md",
@@ -142,3 +143,64 @@ def test_a_failed_run_shows_its_error(users):
     run = run_fail(run=run_start(run=run_create(query="q", owner=users["owner"])), error="Boom")
     body = signed_in(users["owner"]).get(reverse("run-answer", args=[run.pk])).content.decode()
     assert "The run failed." in body and "Boom" in body
+
+
+def test_feedback_is_stored_and_replaced(users):
+    from ragapp.models import Feedback
+
+    run = finished_run(users["owner"], "Restart it.")
+    client = signed_in(users["owner"])
+    url = reverse("run-feedback", args=[run.pk])
+    assert client.post(url, {"rating": "1", "comment": "clear"}).status_code == 302
+    assert client.post(url, {"rating": "-1", "comment": "actually wrong"}).status_code == 302
+    feedback = Feedback.objects.get()
+    assert (feedback.rating, feedback.comment) == (-1, "actually wrong")
+    assert feedback.user == users["owner"]
+    assert client.post(url, {"rating": "5"}).status_code == 400
+    assert signed_in(users["other"]).post(url, {"rating": "1"}).status_code == 404
+
+
+def test_feedback_needs_csrf_and_a_finished_run(users):
+    run = run_create(query="q", owner=users["owner"])
+    url = reverse("run-feedback", args=[run.pk])
+    assert signed_in(users["owner"], csrf=True).post(url, {"rating": "1"}).status_code == 403
+    assert signed_in(users["owner"]).post(url, {"rating": "1"}).status_code == 400  # queued
+
+
+def test_history_searches_filters_and_keeps_runs_private(users):
+    finished_run(users["owner"], "Restart it.")
+    run_create(query="Where are the backups?", owner=users["owner"])
+    run_create(query="Mallory's secret question", owner=users["other"])
+    client = signed_in(users["owner"])
+    body = client.get(reverse("history")).content.decode()
+    assert "How do I restart?" in body and "backups" in body and "Mallory" not in body
+    body = client.get(reverse("history"), {"q": "backups"}).content.decode()
+    assert "backups" in body and "How do I restart?" not in body
+    body = client.get(reverse("history"), {"status": "answered"}).content.decode()
+    assert "How do I restart?" in body and "backups" not in body
+    staff = signed_in(users["staff"]).get(reverse("history")).content.decode()
+    assert "Mallory" in staff
+
+
+def test_replay_page_carries_the_trace_and_controls(users):
+    run = finished_run(users["owner"], "Restart it.")
+    body = signed_in(users["owner"]).get(reverse("run-replay", args=[run.pk])).content.decode()
+    assert 'data-replay="1"' in body and 'id="replay-speed"' in body and "Show all" in body
+    assert signed_in(users["other"]).get(reverse("run-replay", args=[run.pk])).status_code == 404
+
+
+def test_chunk_page_shows_document_text_inert(users):
+    from ragapp.models import Chunk, Document
+
+    document = Document.objects.create(
+        source_path="docs/x.md", title="X", format="markdown", content_hash="h", size_bytes=1
+    )
+    chunk = Chunk.objects.create(
+        document=document,
+        ordinal=0,
+        heading_path="X",
+        text="<script>alert(1)</script> text",
+        embedding=[1.0, 0.0],
+    )
+    body = signed_in(users["other"]).get(reverse("chunk-detail", args=[chunk.pk])).content.decode()
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; text" in body and "<script>alert" not in body
