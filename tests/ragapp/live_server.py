@@ -1,0 +1,88 @@
+"""A real uvicorn server over the test database, for streaming and browser tests."""
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from io import StringIO
+from urllib.parse import quote
+
+import httpx
+import pytest
+from django.conf import settings
+from django.core.management import call_command
+from django.db import connection
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def server(tmp_path, django_user_model):
+    """uvicorn serving the app on the test database, with the fake models."""
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "ops.md").write_text(
+        "# Ops\n\n## Restart\n\nRestart the worker with `systemctl restart worker`.\n"
+    )
+    call_command("ingest_docs", str(tmp_path / "docs"), stdout=StringIO())
+    django_user_model.objects.create_user("alice", password="pw-alice-123")
+    params = connection.get_connection_params()
+    url = f"postgresql://postgres@{quote(params['host'], safe='')}/{params['dbname']}"
+    port = free_port()
+    env = {
+        **os.environ,
+        "DATABASE_URL": url,
+        "RAG_DATA_DIR": str(tmp_path / "data"),
+        "RAG_CHAT_PROVIDER": "fake",
+        "RAG_EMBEDDING_PROVIDER": "fake",
+        "RAG_FAKE_CHAT_DELAY_MS": "150",
+    }
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "config.asgi:application",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+        ],
+        cwd=settings.BASE_DIR,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
+                break
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    else:
+        process.kill()
+        pytest.fail(process.stdout.read().decode())
+    yield base
+    process.terminate()
+    process.wait(timeout=20)
+
+
+def signed_in(base: str) -> httpx.Client:
+    client = httpx.Client(base_url=base, timeout=30)
+    client.get("/accounts/login/")
+    client.post(
+        "/accounts/login/",
+        data={
+            "username": "alice",
+            "password": "pw-alice-123",
+            "csrfmiddlewaretoken": client.cookies["csrftoken"],
+        },
+        headers={"Referer": base + "/accounts/login/"},
+    )
+    return client

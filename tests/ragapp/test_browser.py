@@ -1,0 +1,68 @@
+"""The portal in a real headless Chromium (Debian's package), driven by Playwright."""
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARTIFACTS = Path(settings.BASE_DIR) / "tests" / "artifacts"
+
+
+@pytest.fixture
+def browser():
+    if not Path(CHROMIUM).exists():
+        if os.environ.get("CI"):
+            pytest.fail("chromium is not installed; .ci/run installs Debian's chromium package")
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            headless=True,
+            # No sandbox as root; no background traffic: this machine has no network.
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+            ],
+        )
+        yield browser
+        browser.close()
+
+
+def test_ask_watch_the_trace_live_then_replay(server, browser):
+    page = browser.new_page()
+    page.goto(f"{server}/")
+    page.fill("#id_username", "alice")
+    page.fill("#id_password", "pw-alice-123")
+    page.click("button[type=submit]")
+    page.fill("#id_query", "How do I restart the worker?")
+    page.click("form.card button[type=submit]")
+
+    # The trace appears line by line while the (slowed) fake model works, then the answer.
+    page.wait_for_selector("#trace li.kind-retrieve", timeout=20_000)
+    first_lines = page.locator("#trace li").count()
+    page.wait_for_selector("#trace li.kind-done", timeout=30_000)
+    assert page.locator("#trace li").count() > first_lines  # lines kept arriving: live
+    page.wait_for_selector(".answer-card .badge-faithful", timeout=10_000)
+    assert "systemctl restart worker" in page.inner_text("#answer")
+    assert page.locator(".sources li a").count() >= 1
+    assert "grading document 1 of" in page.inner_text("#trace")
+    seqs = page.eval_on_selector_all("#trace li", "els => els.map(e => Number(e.dataset.seq))")
+    assert seqs == list(range(1, len(seqs) + 1))  # every event once, in order
+
+    page.click("text=replay")
+    page.wait_for_selector("#replay-all")
+    page.click("#replay-all")
+    assert page.locator("#trace li").count() == len(seqs)
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "replay.png"), full_page=True)
