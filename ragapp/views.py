@@ -10,7 +10,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 from django_eventstream.views import events
 
-from ragapp.eventstream import channel_for, event_message
+from ragapp.eventstream import channel_for, event_message, once_in_order
 from ragapp.forms import AskForm, FeedbackForm, HistoryFilterForm
 from ragapp.models import QueryRun
 from ragapp.rendering import render_markdown, render_plain
@@ -43,7 +43,23 @@ def run_events(request, run_id):
         return HttpResponseForbidden("Sign in to follow a run.")
     if not run_visible_to(user=request.user, run_id=run_id):
         raise Http404("No such run.")  # another user's run does not exist, as far as you know
-    return events(request, channels=[channel_for(run_id)])
+    channel = channel_for(run_id)
+    response = events(request, channels=[channel])
+    if response.streaming:
+        response.streaming_content = once_in_order(
+            response.streaming_content, channel, _requested_seq(request, channel)
+        )
+    return response
+
+
+def _requested_seq(request, channel: str) -> int:
+    """The seq a client resumes after (Last-Event-ID header or lastEventId parameter), else 0."""
+    raw = request.headers.get("Last-Event-ID") or request.GET.get("lastEventId") or ""
+    for part in raw.split(","):
+        name, _, seq = part.rpartition(":")
+        if name == channel and seq.isdigit():
+            return int(seq)
+    return 0
 
 
 @login_required
