@@ -109,3 +109,32 @@ def test_a_submitted_run_executes_in_the_background_and_is_stored(settings, tmp_
     kinds = list(run.events.values_list("kind", flat=True))
     assert kinds[0] == "retrieve" and kinds[-1] == "done"
     clear_chat_models_cache()
+
+
+def test_events_already_sent_on_a_connection_are_dropped():
+    import asyncio
+
+    from ragapp.eventstream import once_in_order
+
+    channel = "run-abc"
+
+    async def source():
+        yield "event: stream-open\ndata:\n\n"
+        yield f"event: retrieve\nid: {channel}:1\ndata: {{}}\n\nevent: grade\nid: {channel}:2\n"
+        yield "data: {}\n\n"  # a block split across chunks
+        yield f"event: grade\nid: {channel}:2\ndata: {{}}\n\n"  # relayed live a second time
+        yield "event: keep-alive\ndata:\n\n"
+        yield f"event: done\nid: {channel}:3\ndata: {{}}\n\n"
+
+    async def collect(last_seq):
+        return "".join([chunk async for chunk in once_in_order(source(), channel, last_seq)])
+
+    text = asyncio.run(collect(0))
+    assert [line for line in text.splitlines() if line.startswith("id:")] == [
+        f"id: {channel}:1",
+        f"id: {channel}:2",
+        f"id: {channel}:3",
+    ]
+    assert "keep-alive" in text and "stream-open" in text
+    resumed = asyncio.run(collect(2))  # Last-Event-ID says 2 was seen before
+    assert [line for line in resumed.splitlines() if line.startswith("id:")] == [f"id: {channel}:3"]
