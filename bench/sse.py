@@ -126,8 +126,8 @@ def main() -> None:
             f"{params['dbname']}",
             "RAG_CHAT_PROVIDER": "fake",
             "RAG_EMBEDDING_PROVIDER": "fake",
-            "RAG_FAKE_CHAT_DELAY_MS": "20",
-            "RAG_MAX_CONCURRENT_RUNS": "8",
+            "RAG_FAKE_CHAT_DELAY_MS": "100",
+            "RAG_MAX_CONCURRENT_RUNS": "6",
             "RAG_DATA_DIR": str(work / "server"),
         }
         server = subprocess.Popen(

@@ -148,8 +148,14 @@ TEMPLATES = [
 # --- Database ----------------------------------------------------------------------------------
 
 DATABASE_URL = os.environ.get("DATABASE_URL", "").strip()
+# Connections come from a pool per process: under ASGI every stream's database reads run on
+# worker threads, and persistent per-thread connections exhausted the server's 100 slots at 200
+# concurrent streams (bench/sse.py). Pooled, a process never holds more than this many.
+RAG_DB_POOL_SIZE = env_int("RAG_DB_POOL_SIZE", 20, minimum=2)
+_POOL = {"pool": {"min_size": 2, "max_size": RAG_DB_POOL_SIZE, "timeout": 30}}
 if DATABASE_URL:
-    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0)}
+    DATABASES["default"].setdefault("OPTIONS", {}).update(_POOL)
     if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
         raise ImproperlyConfigured("DATABASE_URL must point at PostgreSQL (with pgvector).")
 else:
@@ -158,12 +164,11 @@ else:
             # Django's PostgreSQL backend, plus starting/reusing the embedded server.
             "ENGINE": "config.db_backend",
             "NAME": "ragapp",
+            "AUTO_CREATE": "ragapp",  # created on a fresh embedded server
             "DATA_DIR": str(RAG_DATA_DIR),
-            "CONN_MAX_AGE": 60,
-            "CONN_HEALTH_CHECKS": True,
+            "OPTIONS": _POOL,
         }
     }
-DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Auth, i18n, static ------------------------------------------------------------------------
