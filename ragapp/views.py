@@ -164,5 +164,8 @@ def run_answer(request, run_id):
             "answer_html": render_markdown(run.answer, sources=len(sources)),
             "sources": sources,
             "meta": meta,
+            "tokens": sum(
+                t.get("input", 0) + t.get("output", 0) for t in meta.get("tokens", {}).values()
+            ),
         },
     )

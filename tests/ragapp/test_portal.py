@@ -135,6 +135,7 @@ def test_answers_are_rendered_as_sanitized_markdown(users):
     assert '<pre class="highlight">' in body and "systemctl" in body
     assert "&lt;b onmouseover=alert(1)&gt;Guide&lt;/b&gt;" in body  # document text escaped
     assert "badge-faithful" in body
+    assert "12 ms" in body and "0 tokens" in body  # response metadata
 
 
 def test_a_failed_run_shows_its_error(users):
