@@ -12,6 +12,7 @@ import json
 import uuid
 
 from django.core.serializers.json import DjangoJSONEncoder
+from django.db import connection
 from django_eventstream import send_event
 from django_eventstream.channelmanager import DefaultChannelManager
 from django_eventstream.event import Event
@@ -55,6 +56,17 @@ def publish(event: TraceEvent) -> None:
     send_event(channel_for(event.run_id), event.kind, event_message(event))
 
 
+def release_connection() -> None:
+    """Give this thread's database connection back to the pool now.
+
+    A stream lives for minutes, and under ASGI its database reads run on a thread of its own;
+    holding a pooled connection between reads would let a few hundred idle streams starve the
+    pool. Inside a transaction (tests) the connection is left alone.
+    """
+    if not connection.in_atomic_block:
+        connection.close()
+
+
 def _as_event(channel: str, row: TraceEvent) -> Event:
     data = json.dumps(event_message(row), cls=DjangoJSONEncoder)
     return Event(channel, row.kind, data, id=row.seq)
@@ -73,7 +85,12 @@ class TraceEventStorage(StorageBase):
         run_id = run_id_of(channel)
         if run_id is None:
             raise EventDoesNotExist("not a run channel", 0)
-        rows = TraceEvent.objects.filter(run_id=run_id, seq__gt=last_id).order_by("seq")[:limit]
+        try:
+            rows = list(
+                TraceEvent.objects.filter(run_id=run_id, seq__gt=last_id).order_by("seq")[:limit]
+            )
+        finally:
+            release_connection()
         return [_as_event(channel, row) for row in rows]
 
     def get_current_id(self, channel):
@@ -81,7 +98,10 @@ class TraceEventStorage(StorageBase):
         run_id = run_id_of(channel)
         if run_id is None:
             return 0
-        last = TraceEvent.objects.filter(run_id=run_id).order_by("-seq").first()
+        try:
+            last = TraceEvent.objects.filter(run_id=run_id).order_by("-seq").first()
+        finally:
+            release_connection()
         return last.seq if last else 0
 
 
@@ -90,7 +110,10 @@ class RunChannelManager(DefaultChannelManager):
 
     def can_read_channel(self, user, channel):
         run_id = run_id_of(channel)
-        return run_id is not None and run_visible_to(user=user, run_id=run_id)
+        try:
+            return run_id is not None and run_visible_to(user=user, run_id=run_id)
+        finally:
+            release_connection()
 
 
 def _seq_of(block: str, channel: str) -> int | None:

@@ -10,7 +10,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 from django_eventstream.views import events
 
-from ragapp.eventstream import channel_for, event_message, once_in_order
+from ragapp.eventstream import channel_for, event_message, once_in_order, release_connection
 from ragapp.forms import AskForm, FeedbackForm, HistoryFilterForm
 from ragapp.models import QueryRun
 from ragapp.rendering import render_markdown, render_plain
@@ -41,7 +41,9 @@ def run_events(request, run_id):
     """The run's live trace as Server-Sent Events; resumable with Last-Event-ID (a seq)."""
     if not request.user.is_authenticated:
         return HttpResponseForbidden("Sign in to follow a run.")
-    if not run_visible_to(user=request.user, run_id=run_id):
+    visible = run_visible_to(user=request.user, run_id=run_id)
+    release_connection()  # the stream may stay open for minutes: do not hold a pooled connection
+    if not visible:
         raise Http404("No such run.")  # another user's run does not exist, as far as you know
     channel = channel_for(run_id)
     response = events(request, channels=[channel])
