@@ -138,3 +138,24 @@ def test_events_already_sent_on_a_connection_are_dropped():
     assert "keep-alive" in text and "stream-open" in text
     resumed = asyncio.run(collect(2))  # Last-Event-ID says 2 was seen before
     assert [line for line in resumed.splitlines() if line.startswith("id:")] == [f"id: {channel}:3"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_submissions_beyond_the_worker_bound_queue_and_all_finish(settings, tmp_path):
+    from django.core.management import call_command
+
+    from ragapp.executor import ThreadRunExecutor
+    from ragapp.providers.chat import clear_chat_models_cache
+
+    settings.RAG_CHAT_PROVIDER = "fake"
+    clear_chat_models_cache()
+    (tmp_path / "guide.md").write_text("# Guide\n\nBackups run nightly at two.\n")
+    call_command("ingest_docs", str(tmp_path), stdout=None)
+    executor = ThreadRunExecutor(max_workers=1)
+    runs = [run_create(query=f"When do backups run? ({i})") for i in range(4)]
+    futures = [executor.submit(run.pk) for run in runs]
+    assert sum(not f.done() for f in futures) >= 2  # one worker: the rest wait, none refused
+    executor.shutdown(wait=True)
+    statuses = {QueryRun.objects.get(pk=run.pk).status for run in runs}
+    assert statuses == {QueryRun.Status.ANSWERED}
+    clear_chat_models_cache()
