@@ -73,14 +73,15 @@ def server(tmp_path, django_user_model):
     process.wait(timeout=20)
 
 
-def signed_in(base: str) -> httpx.Client:
+def signed_in(base: str, username: str = "alice", password: str = "pw-alice-123") -> httpx.Client:
+    """An HTTP client signed in through the real login form."""
     client = httpx.Client(base_url=base, timeout=30)
     client.get("/accounts/login/")
     client.post(
         "/accounts/login/",
         data={
-            "username": "alice",
-            "password": "pw-alice-123",
+            "username": username,
+            "password": password,
             "csrfmiddlewaretoken": client.cookies["csrftoken"],
         },
         headers={"Referer": base + "/accounts/login/"},

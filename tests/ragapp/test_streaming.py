@@ -72,16 +72,6 @@ def test_another_user_cannot_read_the_stream(server, django_user_model):
     client = signed_in(server)
     run_id = ask(client, server, "How do I restart the worker?")
     django_user_model.objects.create_user("mallory", password="pw-mallory-123")
-    intruder = httpx.Client(base_url=server, timeout=10)
-    intruder.get("/accounts/login/")
-    intruder.post(
-        "/accounts/login/",
-        data={
-            "username": "mallory",
-            "password": "pw-mallory-123",
-            "csrfmiddlewaretoken": intruder.cookies["csrftoken"],
-        },
-        headers={"Referer": server + "/accounts/login/"},
-    )
+    intruder = signed_in(server, "mallory", "pw-mallory-123")
     assert intruder.get(f"/runs/{run_id}/events/").status_code == 404
     assert intruder.get(f"/runs/{run_id}/").status_code == 404
