@@ -167,10 +167,13 @@ def _flush(pool: list[_Pending], embeddings, record, observer: IngestObserver) -
     ]
     try:
         vectors = embeddings.embed_documents(texts)
-    except Exception:
-        # One file's text may be what the model rejects: retry file by file to isolate it.
-        logger.warning("embedding a pool of %d files failed; retrying one by one", len(pool))
-        return sum(_flush_one(p, embeddings, record, observer) for p in pool)
+    except Exception as exc:
+        if len(pool) > 1:
+            # One file's text may be what the model rejects: retry file by file to isolate it.
+            logger.warning("embedding a pool of %d files failed; retrying one by one", len(pool))
+            return sum(_flush([p], embeddings, record, observer) for p in pool)
+        record(FileResult(pool[0].source_path, Outcome.FAILED, detail=f"embedding failed: {exc}"))
+        return 0
     if observer.on_embedded:
         observer.on_embedded(len(texts))
     stored, offset = 0, 0
@@ -179,18 +182,6 @@ def _flush(pool: list[_Pending], embeddings, record, observer: IngestObserver) -
         stored += _store(pending, vectors[offset : offset + count], record)
         offset += count
     return stored
-
-
-def _flush_one(pending: _Pending, embeddings, record, observer: IngestObserver) -> int:
-    texts = [embedding_text(heading_path=c.heading_path, text=c.text) for c in pending.chunks]
-    try:
-        vectors = embeddings.embed_documents(texts)
-    except Exception as exc:
-        record(FileResult(pending.source_path, Outcome.FAILED, detail=f"embedding failed: {exc}"))
-        return 0
-    if observer.on_embedded:
-        observer.on_embedded(len(texts))
-    return _store(pending, vectors, record)
 
 
 def _store(pending: _Pending, vectors: list[list[float]], record) -> int:

@@ -32,8 +32,6 @@ class EventKind(StrEnum):
     DONE = "done"  # always last: the stream can close
 
 
-TERMINAL_KINDS = frozenset({EventKind.DONE})
-
 Subscriber = Callable[[TraceEvent], None]
 
 

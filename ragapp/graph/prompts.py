@@ -50,39 +50,38 @@ def documents_block(docs: list[RetrievedDoc]) -> str:
     )
 
 
+def _ask(body: str) -> list[BaseMessage]:
+    """The shared system message, then `body` from the user."""
+    return [SystemMessage(SYSTEM), HumanMessage(body)]
+
+
 def _answer(text: str) -> str:
     return "<answer>\n" + text.replace("</answer>", "</ answer>") + "\n</answer>"
 
 
 def generate_messages(question: str, docs: list[RetrievedDoc]) -> list[BaseMessage]:
     """Ask for an answer to `question` from `docs` only, citing them as [n]."""
-    return [
-        SystemMessage(SYSTEM),
-        HumanMessage(
-            f"{documents_block(docs)}\n\nQuestion: {question}\n\n"
-            "Answer the question using only the documents above. After each claim, cite the "
-            "document it comes from by its number in square brackets, like [1] or [2]. If the "
-            "documents do not contain the answer, say so plainly instead of guessing. Be concise "
-            "and use Markdown; put commands and code in fenced code blocks."
-        ),
-    ]
+    return _ask(
+        f"{documents_block(docs)}\n\nQuestion: {question}\n\n"
+        "Answer the question using only the documents above. After each claim, cite the "
+        "document it comes from by its number in square brackets, like [1] or [2]. If the "
+        "documents do not contain the answer, say so plainly instead of guessing. Be concise "
+        "and use Markdown; put commands and code in fenced code blocks."
+    )
 
 
 def grade_answer_messages(
     question: str, answer: str, docs: list[RetrievedDoc]
 ) -> list[BaseMessage]:
     """Ask whether every claim in `answer` is supported by `docs`."""
-    return [
-        SystemMessage(SYSTEM),
-        HumanMessage(
-            f"{documents_block(docs)}\n\nQuestion: {question}\n\n{_answer(answer)}\n\n"
-            "Check the answer against the documents above, claim by claim. List every claim the "
-            "documents do not support. faithfulness_score is the share of the answer the "
-            "documents support (1.0 = everything). hallucination_risk is low when every claim is "
-            "supported, medium when minor details are not, high when a main claim is not. "
-            "Reply in JSON."
-        ),
-    ]
+    return _ask(
+        f"{documents_block(docs)}\n\nQuestion: {question}\n\n{_answer(answer)}\n\n"
+        "Check the answer against the documents above, claim by claim. List every claim the "
+        "documents do not support. faithfulness_score is the share of the answer the "
+        "documents support (1.0 = everything). hallucination_risk is low when every claim is "
+        "supported, medium when minor details are not, high when a main claim is not. "
+        "Reply in JSON."
+    )
 
 
 def refine_messages(
@@ -92,56 +91,44 @@ def refine_messages(
     listed = "\n".join(f"- {claim}" for claim in claims) or (
         "- (the reviewer did not list them: find them by checking each claim)"
     )
-    return [
-        SystemMessage(SYSTEM),
-        HumanMessage(
-            f"{documents_block(docs)}\n\nQuestion: {question}\n\n{_answer(answer)}\n\n"
-            f"These claims in the answer are not supported by the documents:\n{listed}\n"
-            f"Reviewer's suggestion: {suggestion or 'remove them'}\n\n"
-            "Rewrite the answer so that every claim is supported by the documents above: remove "
-            "the unsupported claims or say clearly that the documentation does not cover them. "
-            "Keep the [n] citations. Reply with the new answer only."
-        ),
-    ]
+    return _ask(
+        f"{documents_block(docs)}\n\nQuestion: {question}\n\n{_answer(answer)}\n\n"
+        f"These claims in the answer are not supported by the documents:\n{listed}\n"
+        f"Reviewer's suggestion: {suggestion or 'remove them'}\n\n"
+        "Rewrite the answer so that every claim is supported by the documents above: remove "
+        "the unsupported claims or say clearly that the documentation does not cover them. "
+        "Keep the [n] citations. Reply with the new answer only."
+    )
 
 
 def grade_document_messages(question: str, doc: RetrievedDoc) -> list[BaseMessage]:
     """Ask whether one document helps answer `question`."""
-    return [
-        SystemMessage(SYSTEM),
-        HumanMessage(
-            f"{_document(None, doc)}\n\nQuestion: {question}\n\n"
-            "Does the document above contain information that helps answer the question? "
-            "A document on a merely similar topic is not relevant. score is 0.0 for unrelated, "
-            "around 0.5 for related but not answering, 1.0 for directly answering. Reply in JSON."
-        ),
-    ]
+    return _ask(
+        f"{_document(None, doc)}\n\nQuestion: {question}\n\n"
+        "Does the document above contain information that helps answer the question? "
+        "A document on a merely similar topic is not relevant. score is 0.0 for unrelated, "
+        "around 0.5 for related but not answering, 1.0 for directly answering. Reply in JSON."
+    )
 
 
 def relevance_yes_no_messages(question: str, doc: RetrievedDoc) -> list[BaseMessage]:
     """Ask for a one-word verdict whose yes/no token probabilities become the relevance score."""
-    return [
-        SystemMessage(SYSTEM),
-        HumanMessage(
-            f"Question: {question}\n\n{_document(None, doc)}\n\n"
-            "Does the document above contain information that helps answer the question? "
-            "Answer with one word: yes or no."
-        ),
-    ]
+    return _ask(
+        f"Question: {question}\n\n{_document(None, doc)}\n\n"
+        "Does the document above contain information that helps answer the question? "
+        "Answer with one word: yes or no."
+    )
 
 
 def faithful_yes_no_messages(
     question: str, answer: str, docs: list[RetrievedDoc]
 ) -> list[BaseMessage]:
     """Ask for a one-word verdict on whether the documents support every claim of the answer."""
-    return [
-        SystemMessage(SYSTEM),
-        HumanMessage(
-            f"{documents_block(docs)}\n\nQuestion: {question}\n\n{_answer(answer)}\n\n"
-            "Is every claim in the answer supported by the documents above? "
-            "Answer with one word: yes or no."
-        ),
-    ]
+    return _ask(
+        f"{documents_block(docs)}\n\nQuestion: {question}\n\n{_answer(answer)}\n\n"
+        "Is every claim in the answer supported by the documents above? "
+        "Answer with one word: yes or no."
+    )
 
 
 def broaden_messages(original_query: str, query: str) -> list[BaseMessage]:

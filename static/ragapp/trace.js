@@ -90,5 +90,4 @@
    "error", "done"].forEach(function (kind) {
     source.addEventListener(kind, function (m) { renderLine(JSON.parse(m.data)); });
   });
-  window.renderTraceLine = renderLine;
 })();

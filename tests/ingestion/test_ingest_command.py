@@ -248,3 +248,24 @@ def test_path_stored_relative_to_the_project_for_bundled_docs(settings):
 def test_no_paths_is_a_clear_error():
     _, error = ingest_failing()
     assert "at least one file or directory" in error
+
+
+def test_a_file_the_embedder_rejects_fails_alone(tmp_path):
+    """An embedding error is isolated to its file; the pool's other files are stored."""
+    from ragapp.providers import embeddings as factory
+    from ragapp.providers.fake_embeddings import FakeEmbeddings
+
+    class Picky(FakeEmbeddings):
+        def embed_documents(self, texts):
+            if any("POISON" in text for text in texts):
+                raise ValueError("input rejected by the model")
+            return super().embed_documents(texts)
+
+    factory._cache["fake"] = Picky()
+    (tmp_path / "good.md").write_text("# Good\n\nFine text.\n")
+    (tmp_path / "bad.md").write_text("# Bad\n\nPOISON text.\n")
+    (tmp_path / "also.md").write_text("# Also\n\nMore fine text.\n")
+    output, error = ingest_failing(str(tmp_path))
+    assert "bad.md: embedding failed: input rejected by the model" in output
+    assert set(Document.objects.values_list("title", flat=True)) == {"Good", "Also"}
+    assert "1 file(s) failed" in error
