@@ -60,6 +60,17 @@ def env_float(name: str, default: float, *, minimum: float = 0.0, maximum: float
     return value
 
 
+def env_rate(name: str, default: str) -> str | None:
+    """A request rate such as `20/min` (per second, minute, hour or day); `off` for none."""
+    value = env_str(name, default).lower()
+    if value in {"off", "none", "0"}:
+        return None
+    count, _, period = value.partition("/")
+    if not count.isdigit() or int(count) < 1 or period[:1] not in {"s", "m", "h", "d"}:
+        raise ImproperlyConfigured(f"{name}={value!r} is not a rate like 20/min (or off)")
+    return value
+
+
 def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
     """One of `choices` from the environment."""
     value = env_str(name, default).lower()
@@ -112,6 +123,10 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.postgres",
     "django_eventstream",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
     "ragapp",
     "ingestion",
 ]
@@ -292,3 +307,48 @@ RAG_MAX_CONCURRENT_RUNS = env_int("RAG_MAX_CONCURRENT_RUNS", 2, minimum=1)
 # The live trace: one eventstream channel per run, read from the TraceEvent table itself.
 EVENTSTREAM_STORAGE_CLASS = "ragapp.eventstream.TraceEventStorage"
 EVENTSTREAM_CHANNELMANAGER_CLASS = "ragapp.eventstream.RunChannelManager"
+
+# --- The JSON API (Django REST framework) ------------------------------------------------------
+
+# Runs one user may start through the API, e.g. 20/min or 500/day; `off` for no limit. Counted in
+# the default cache, which is per process unless a shared cache is configured.
+RAG_API_RUN_RATE = env_rate("RAG_API_RUN_RATE", "20/min")
+# Attempts per client address at exchanging a username and password for an API token.
+RAG_API_TOKEN_RATE = env_rate("RAG_API_TOKEN_RATE", "10/min")
+RAG_API_PAGE_SIZE = env_int("RAG_API_PAGE_SIZE", 20, minimum=1)
+
+REST_FRAMEWORK = {
+    # Token first, so an anonymous request is told 401 with `WWW-Authenticate: Token`;
+    # session auth (with its CSRF check) lets the signed-in portal use the same endpoints.
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "ragapp.api.http.api_exception_handler",
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Documentation assistant API",
+    "DESCRIPTION": (
+        "Ask questions answered from your documentation, follow each run's reasoning trace live "
+        "(Server-Sent Events), and inspect past runs. See docs/api.md."
+    ),
+    "VERSION": "1.0.0",
+    "OAS_VERSION": "3.1.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+    # The interactive docs load their scripts from this server, never from a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "ENUM_NAME_OVERRIDES": {
+        "RunStatusEnum": "ragapp.models.QueryRun.Status",
+        "RiskEnum": "ragapp.models.QueryRun.Risk",
+        "OutcomeEnum": ["answered", "refused"],
+        "FinalStatusEnum": ["answered", "refused", "failed"],
+    },
+}

@@ -15,6 +15,7 @@ urlpatterns = [
     path("chunks/<int:chunk_id>/", views.chunk_detail, name="chunk-detail"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
+    path("api/", include("ragapp.api.urls")),
     path("healthz", views.healthz, name="healthz"),
     # The live trace of one run (SSE): only its owner or staff get in.
     path("runs/<uuid:run_id>/events/", views.run_events, name="run-events"),

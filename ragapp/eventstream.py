@@ -13,10 +13,12 @@ import uuid
 
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import connection
+from django.http import HttpRequest, HttpResponse
 from django_eventstream import send_event
 from django_eventstream.channelmanager import DefaultChannelManager
 from django_eventstream.event import Event
 from django_eventstream.storage import EventDoesNotExist, StorageBase
+from django_eventstream.views import events
 
 from ragapp.models import TraceEvent
 from ragapp.selectors import run_visible_to
@@ -116,6 +118,39 @@ class RunChannelManager(DefaultChannelManager):
             release_connection()
 
 
+def requested_seq(request: HttpRequest, channel: str) -> int | None:
+    """The seq a client resumes after (Last-Event-ID header or lastEventId parameter), if any."""
+    raw = request.headers.get("Last-Event-ID") or request.GET.get("lastEventId") or ""
+    for part in raw.split(","):
+        name, _, seq = part.rpartition(":")
+        if name == channel and seq.isdigit():
+            return int(seq)
+    return None
+
+
+def run_event_stream(
+    request: HttpRequest, run_id, *, after: int | None = None, close_on_done: bool = False
+) -> HttpResponse:
+    """The SSE response following a run's channel; the caller has checked the user may read it.
+
+    A client's own Last-Event-ID wins (it is reconnecting); otherwise `after` makes the stream
+    start with the stored events after that seq, and None means live events only. With
+    `close_on_done` the response ends after the `done` event, so `curl -N` returns.
+    """
+    channel = channel_for(run_id)
+    resume = requested_seq(request, channel)
+    if resume is None and after is not None:
+        request.META["HTTP_LAST_EVENT_ID"] = f"{channel}:{after}"
+        resume = after
+    release_connection()  # the stream may stay open for minutes: do not hold a pooled connection
+    response = events(request, channels=[channel])
+    if response.streaming:
+        response.streaming_content = once_in_order(
+            response.streaming_content, channel, resume or 0, close_on_done=close_on_done
+        )
+    return response
+
+
 def _seq_of(block: str, channel: str) -> int | None:
     for line in block.split("\n"):
         if line.startswith("id:"):
@@ -126,26 +161,37 @@ def _seq_of(block: str, channel: str) -> int | None:
     return None
 
 
-async def once_in_order(stream, channel: str, last_seq: int):
+async def once_in_order(stream, channel: str, last_seq: int, *, close_on_done: bool = False):
     """Pass SSE blocks through, dropping any event whose seq was already sent on this connection.
 
     django-eventstream reads stored events on connect and then relays live ones; an event
     committed during that read can arrive both ways. Seqs make the repair exact: each one is
-    sent once, in increasing order.
+    sent once, in increasing order. With `close_on_done`, the stream ends after `done`.
     """
     pending = ""
-    async for chunk in stream:
-        pending += chunk.decode() if isinstance(chunk, bytes) else chunk
-        *blocks, pending = pending.split("\n\n")
-        out = []
-        for block in blocks:
-            seq = _seq_of(block, channel)
-            if seq is not None:
-                if seq <= last_seq:
-                    continue
-                last_seq = seq
-            out.append(block + "\n\n")
-        if out:
-            yield "".join(out)
-    if pending:
-        yield pending
+    try:
+        async for chunk in stream:
+            pending += chunk.decode() if isinstance(chunk, bytes) else chunk
+            *blocks, pending = pending.split("\n\n")
+            out, finished = [], False
+            for block in blocks:
+                seq = _seq_of(block, channel)
+                if seq is not None:
+                    if seq <= last_seq:
+                        continue
+                    last_seq = seq
+                out.append(block + "\n\n")
+                if close_on_done and block.startswith("event: done\n"):
+                    finished = True
+                    break
+            if out:
+                yield "".join(out)
+            if finished:
+                return
+        if pending:
+            yield pending
+    finally:
+        # Stop the library's generator now, so its listener is unregistered at once.
+        aclose = getattr(stream, "aclose", None)
+        if aclose is not None:
+            await aclose()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import models, transaction
+from django.db import DatabaseError, connection, models, transaction
 
 from ragapp.models import Chunk, Document, EmbeddingIndex, QueryRun
 from ragapp.providers import EmbeddingProvider
@@ -75,6 +75,44 @@ def knowledge_base_stats() -> dict:
     }
 
 
+def database_status() -> dict:
+    """Whether the database answers a query; never raises."""
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+    except DatabaseError as exc:
+        return {"status": "error", "error": type(exc).__name__}
+    return {"status": "ok"}
+
+
+def system_health() -> dict:
+    """Database, knowledge base and providers at a glance, building no model client.
+
+    `status` is `ok` when a run could be served now, `degraded` when the database answers but a
+    model is not ready (a key is missing, a package is not installed), `error` when the database
+    does not answer.
+    """
+    from ragapp.providers.status import providers_status
+
+    database = database_status()
+    providers = providers_status()
+    index = None
+    if database["status"] == "ok":
+        try:
+            index = knowledge_base_stats()
+        except DatabaseError as exc:  # e.g. migrations not applied yet
+            database = {"status": "error", "error": type(exc).__name__}
+    models_ready = providers["embedding"]["ready"] and providers["chat"]["ready"]
+    status = "error" if database["status"] != "ok" else "ok" if models_ready else "degraded"
+    return {
+        "status": status,
+        "database": database,
+        "index": index,
+        "providers": providers,
+        "models_ready": models_ready,
+    }
+
+
 def runs_visible_to(*, user):
     """The runs `user` may see: their own, or every run for staff; none for anonymous users."""
     if user is None or not user.is_authenticated:
@@ -89,9 +127,14 @@ def run_visible_to(*, user, run_id) -> bool:
     return runs_visible_to(user=user).filter(pk=run_id).exists()
 
 
-def run_events_list(*, run: QueryRun) -> list:
-    """A run's stored trace events, in order."""
-    return list(run.events.order_by("seq"))
+def run_events_list(*, run: QueryRun, after: int = 0) -> list:
+    """A run's stored trace events with a seq above `after`, in order."""
+    return list(run.events.filter(seq__gt=after).order_by("seq"))
+
+
+def run_is_finished(run: QueryRun) -> bool:
+    """Whether the run has ended (answered, refused or failed): its trace will not grow."""
+    return run.status in (QueryRun.Status.ANSWERED, QueryRun.Status.REFUSED, QueryRun.Status.FAILED)
 
 
 def recent_runs(*, user, limit: int = 10) -> list:

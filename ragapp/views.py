@@ -4,18 +4,17 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
-from django.db import connection
 from django.http import Http404, HttpResponseBadRequest, HttpResponseForbidden, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
-from django_eventstream.views import events
 
-from ragapp.eventstream import channel_for, event_message, once_in_order, release_connection
+from ragapp.eventstream import event_message, release_connection, run_event_stream
 from ragapp.forms import AskForm, FeedbackForm, HistoryFilterForm
 from ragapp.models import QueryRun
 from ragapp.rendering import render_markdown, render_plain
 from ragapp.selectors import (
     chunk_get,
+    database_status,
     example_questions,
     recent_runs,
     run_events_list,
@@ -28,40 +27,21 @@ from ragapp.services import feedback_submit, run_submit
 
 def healthz(request):
     """Liveness and database reachability, for load balancers and the run script."""
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT 1")
-        database = "ok"
-    except Exception as exc:
-        return JsonResponse({"status": "error", "database": type(exc).__name__}, status=503)
-    return JsonResponse({"status": "ok", "database": database})
+    database = database_status()
+    if database["status"] != "ok":
+        return JsonResponse({"status": "error", "database": database["error"]}, status=503)
+    return JsonResponse({"status": "ok", "database": "ok"})
 
 
 def run_events(request, run_id):
     """The run's live trace as Server-Sent Events; resumable with Last-Event-ID (a seq)."""
     if not request.user.is_authenticated:
         return HttpResponseForbidden("Sign in to follow a run.")
-    visible = run_visible_to(user=request.user, run_id=run_id)
-    release_connection()  # the stream may stay open for minutes: do not hold a pooled connection
-    if not visible:
+    if not run_visible_to(user=request.user, run_id=run_id):
+        release_connection()
         raise Http404("No such run.")  # another user's run does not exist, as far as you know
-    channel = channel_for(run_id)
-    response = events(request, channels=[channel])
-    if response.streaming:
-        response.streaming_content = once_in_order(
-            response.streaming_content, channel, _requested_seq(request, channel)
-        )
-    return response
-
-
-def _requested_seq(request, channel: str) -> int:
-    """The seq a client resumes after (Last-Event-ID header or lastEventId parameter), else 0."""
-    raw = request.headers.get("Last-Event-ID") or request.GET.get("lastEventId") or ""
-    for part in raw.split(","):
-        name, _, seq = part.rpartition(":")
-        if name == channel and seq.isdigit():
-            return int(seq)
-    return 0
+    # The page renders the events so far and passes lastEventId; without it, live events only.
+    return run_event_stream(request, run_id)
 
 
 @login_required

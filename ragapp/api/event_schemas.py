@@ -1,0 +1,174 @@
+"""The trace events as OpenAPI components: one schema per kind, told apart by `kind`.
+
+These serializers only describe: events are written by the graph (`ragapp/events.py`) and sent
+as stored. tests/ragapp/api/test_schema.py checks real events of real runs against these
+schemas, so the documentation cannot drift from what the graph emits.
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import PolymorphicProxySerializer
+from rest_framework import serializers
+
+from ragapp.events import EventKind
+from ragapp.models import QueryRun
+
+RISKS = QueryRun.Risk.choices
+FINAL_STATUSES = [QueryRun.Status.ANSWERED, QueryRun.Status.REFUSED, QueryRun.Status.FAILED]
+
+
+class DocumentSummarySerializer(serializers.Serializer):
+    """A retrieved chunk, named but never quoted."""
+
+    chunk_id = serializers.IntegerField()
+    document_id = serializers.IntegerField()
+    title = serializers.CharField()
+    source_path = serializers.CharField()
+    heading_path = serializers.CharField(allow_blank=True)
+    similarity = serializers.FloatField(help_text="Cosine similarity to the search query.")
+    has_code = serializers.BooleanField()
+
+
+class CitedSourceSerializer(DocumentSummarySerializer):
+    """A source of an answer, with its citation number."""
+
+    n = serializers.IntegerField(help_text="The answer cites this source as [n].")
+    cited = serializers.BooleanField(help_text="Whether the answer text contains [n].")
+
+
+class RetrievePayload(serializers.Serializer):
+    query = serializers.CharField(allow_blank=True)
+    iteration = serializers.IntegerField(min_value=1, max_value=3)
+    mode = serializers.ChoiceField(choices=["vector", "hybrid"])
+    docs_found = serializers.IntegerField(min_value=0)
+    documents = DocumentSummarySerializer(many=True)
+    duration_ms = serializers.FloatField()
+
+
+class GradePayload(serializers.Serializer):
+    index = serializers.IntegerField(min_value=1)
+    total = serializers.IntegerField(min_value=1)
+    document = DocumentSummarySerializer()
+    score = serializers.FloatField(min_value=0, max_value=1)
+    relevant = serializers.BooleanField()
+    passed = serializers.BooleanField(help_text="score >= threshold: used for the answer.")
+    reasoning = serializers.CharField(allow_blank=True)
+    threshold = serializers.FloatField()
+
+
+class GradeDocsPayload(serializers.Serializer):
+    passed = serializers.IntegerField(min_value=0)
+    total = serializers.IntegerField(min_value=0)
+    kept_overall = serializers.IntegerField(min_value=0)
+    duration_ms = serializers.FloatField()
+
+
+class BroadenPayload(serializers.Serializer):
+    old_query = serializers.CharField(allow_blank=True)
+    new_query = serializers.CharField(allow_blank=True)
+    iteration = serializers.IntegerField(min_value=1)
+    duration_ms = serializers.FloatField()
+
+
+class GeneratePayload(serializers.Serializer):
+    fallback = serializers.BooleanField(help_text="True: no chunk passed, no model was called.")
+    sources = DocumentSummarySerializer(many=True)
+    answer_chars = serializers.IntegerField(min_value=0)
+    duration_ms = serializers.FloatField(required=False, help_text="Absent for the fallback.")
+
+
+class GradeAnswerPayload(serializers.Serializer):
+    faithfulness_score = serializers.FloatField(min_value=0, max_value=1)
+    hallucination_risk = serializers.ChoiceField(choices=RISKS)
+    problematic_claims = serializers.ListField(child=serializers.CharField())
+    refinement_suggestion = serializers.CharField(allow_blank=True)
+    reasoning = serializers.CharField(allow_blank=True)
+    faithful = serializers.BooleanField()
+    threshold = serializers.FloatField()
+    after_refinement = serializers.BooleanField()
+    duration_ms = serializers.FloatField()
+
+
+class RefinePayload(serializers.Serializer):
+    problematic_claims = serializers.ListField(child=serializers.CharField())
+    before_chars = serializers.IntegerField(min_value=0)
+    after_chars = serializers.IntegerField(min_value=0)
+    duration_ms = serializers.FloatField()
+
+
+class AnswerMetadataSerializer(serializers.Serializer):
+    total_ms = serializers.FloatField()
+    tokens = serializers.DictField(
+        child=serializers.DictField(child=serializers.IntegerField()),
+        help_text="Per model: input, output and calls.",
+    )
+    cost_usd = serializers.FloatField(allow_null=True)
+    models = serializers.DictField(child=serializers.CharField(allow_null=True))
+
+
+class AnswerPayload(serializers.Serializer):
+    status = serializers.ChoiceField(choices=FINAL_STATUSES[:2])
+    answer = serializers.CharField(allow_blank=True, help_text="Markdown; render it sanitized.")
+    faithfulness_score = serializers.FloatField(allow_null=True)
+    hallucination_risk = serializers.ChoiceField(
+        choices=RISKS, allow_blank=True, help_text="Empty when the fallback was used."
+    )
+    problematic_claims = serializers.ListField(child=serializers.CharField())
+    refined = serializers.BooleanField()
+    refusal_reason = serializers.ChoiceField(choices=["", "no_relevant_documents", "unfaithful"])
+    sources = CitedSourceSerializer(many=True)
+    metadata = AnswerMetadataSerializer()
+
+
+class ErrorPayload(serializers.Serializer):
+    message = serializers.CharField()
+
+
+class DonePayload(serializers.Serializer):
+    status = serializers.ChoiceField(choices=FINAL_STATUSES)
+
+
+PAYLOADS: dict[EventKind, type[serializers.Serializer]] = {
+    EventKind.RETRIEVE: RetrievePayload,
+    EventKind.GRADE: GradePayload,
+    EventKind.GRADE_DOCS: GradeDocsPayload,
+    EventKind.BROADEN: BroadenPayload,
+    EventKind.GENERATE: GeneratePayload,
+    EventKind.GRADE_ANSWER: GradeAnswerPayload,
+    EventKind.REFINE: RefinePayload,
+    EventKind.ANSWER: AnswerPayload,
+    EventKind.ERROR: ErrorPayload,
+    EventKind.DONE: DonePayload,
+}
+
+
+def _event_serializer(kind: EventKind, payload: type[serializers.Serializer]):
+    """The envelope every event shares, with the payload of one kind."""
+    name = "".join(part.title() for part in kind.value.split("_"))
+    fields = {
+        "seq": serializers.IntegerField(min_value=1, help_text="1, 2, 3 ... within the run."),
+        "kind": serializers.ChoiceField(choices=[kind.value]),
+        "node": serializers.CharField(allow_blank=True, help_text="The graph node, if any."),
+        "payload": payload(),
+        "created_at": serializers.DateTimeField(),
+        "duration_ms": serializers.FloatField(allow_null=True),
+        "Meta": type("Meta", (), {"ref_name": f"{name}Event"}),
+    }
+    return type(f"{name}EventSerializer", (serializers.Serializer,), fields)
+
+
+EVENT_SERIALIZERS = {kind.value: _event_serializer(kind, p) for kind, p in PAYLOADS.items()}
+
+TraceEventSchema = PolymorphicProxySerializer(
+    component_name="TraceEvent",
+    serializers=EVENT_SERIALIZERS,
+    resource_type_field_name="kind",
+)
+
+SSE_DESCRIPTION = (
+    "A Server-Sent Events stream. Each event is `event: <kind>`, `id: run-<run id>:<seq>` and one "
+    "`data:` line holding the event as JSON (the `TraceEvent` schema). Kinds, in the order a run "
+    "usually emits them: " + ", ".join(f"`{kind.value}`" for kind in EventKind) + ". The stream "
+    "starts with an empty `stream-open` event, sends `keep-alive` every 20 s while idle, and "
+    "ends after `done`. Reconnect with `Last-Event-ID` to resume after the last event received."
+)

@@ -1,0 +1,219 @@
+"""API views. Thin: validate, call a service or selector, serialize."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_view,
+    inline_serializer,
+)
+from rest_framework import generics, serializers, status
+from rest_framework.authtoken.views import ObtainAuthToken
+from rest_framework.exceptions import ValidationError
+from rest_framework.pagination import PageNumberPagination
+from rest_framework.permissions import AllowAny, IsAuthenticated
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from ragapp.api.event_schemas import SSE_DESCRIPTION, TraceEventSchema
+from ragapp.api.http import SseCapableMixin
+from ragapp.api.serializers import (
+    EventsQuerySerializer,
+    FeedbackSerializer,
+    QuerySerializer,
+    RunCreatedSerializer,
+    RunDetailSerializer,
+    RunFilterSerializer,
+    RunSerializer,
+)
+from ragapp.api.throttles import RunCreationThrottle, TokenObtainThrottle
+from ragapp.eventstream import channel_for, event_message, requested_seq, run_event_stream
+from ragapp.selectors import (
+    run_events_list,
+    run_is_finished,
+    runs_search,
+    runs_visible_to,
+    system_health,
+)
+from ragapp.services import feedback_submit, run_submit
+
+ERRORS = {
+    401: OpenApiResponse(description="No or invalid credentials (`WWW-Authenticate: Token`)."),
+    403: OpenApiResponse(description="Session auth without a valid CSRF token."),
+    404: OpenApiResponse(description="No such run, or not yours (staff see every run)."),
+}
+SSE_RESPONSE = OpenApiResponse(response=TraceEventSchema, description=SSE_DESCRIPTION)
+
+
+def _visible_run(request, run_id):
+    # Another user's run is a 404, exactly like a run that does not exist.
+    return get_object_or_404(runs_visible_to(user=request.user), pk=run_id)
+
+
+class RagView(SseCapableMixin, APIView):
+    """`GET`: health, open to all. `POST`: ask a question (202, or the live trace as SSE)."""
+
+    def get_permissions(self):
+        return [AllowAny()] if self.request.method == "GET" else [IsAuthenticated()]
+
+    def get_throttles(self):
+        return [RunCreationThrottle()] if self.request.method == "POST" else []
+
+    @extend_schema(
+        operation_id="health",
+        summary="Health: database, knowledge base and models (no key or model needed)",
+        responses={
+            200: OpenApiTypes.OBJECT,
+            503: OpenApiResponse(OpenApiTypes.OBJECT, description="The database does not answer."),
+        },
+        auth=[],
+    )
+    def get(self, request):
+        health = system_health()
+        code = status.HTTP_503_SERVICE_UNAVAILABLE if health["status"] == "error" else 200
+        return Response(health, status=code)
+
+    @extend_schema(
+        operation_id="ask",
+        summary="Ask a question: the run starts at once",
+        request=QuerySerializer,
+        responses={
+            (202, "application/json"): RunCreatedSerializer,
+            (200, "text/event-stream"): SSE_RESPONSE,
+            400: OpenApiResponse(description="Empty, too long or not text (field messages)."),
+            413: OpenApiResponse(description="The body is over DATA_UPLOAD_MAX_MEMORY_SIZE."),
+            429: OpenApiResponse(description="Too many runs (RAG_API_RUN_RATE); see Retry-After."),
+            **{k: v for k, v in ERRORS.items() if k != 404},
+        },
+        examples=[OpenApiExample("A question", value={"query": "How do I re-embed the docs?"})],
+    )
+    def post(self, request):
+        query = QuerySerializer(data=request.data)
+        query.is_valid(raise_exception=True)
+        run = run_submit(query=query.validated_data["query"], owner=request.user)
+        if self.wants_stream(request):
+            return run_event_stream(request._request, run.pk, after=0, close_on_done=True)
+        body = RunCreatedSerializer(run, context={"request": request}).data
+        return Response(body, status=202, headers={"Location": body["urls"]["run"]})
+
+
+class RunPagination(PageNumberPagination):
+    page_size_query_param = "page_size"
+    max_page_size = 100
+
+    def get_page_size(self, request):
+        self.page_size = settings.RAG_API_PAGE_SIZE
+        return super().get_page_size(request)
+
+
+@extend_schema_view(
+    get=extend_schema(
+        operation_id="runs_list",
+        summary="Your runs (everyone's for staff), newest first",
+        parameters=[RunFilterSerializer],
+        responses={200: RunSerializer(many=True), 400: OpenApiResponse(description="Bad filter.")},
+    )
+)
+class RunListView(generics.ListAPIView):
+    serializer_class = RunSerializer
+    pagination_class = RunPagination
+
+    def get_queryset(self):
+        filters = RunFilterSerializer(data=self.request.query_params)
+        filters.is_valid(raise_exception=True)
+        return runs_search(user=self.request.user, **filters.validated_data)
+
+
+@extend_schema_view(
+    get=extend_schema(
+        operation_id="runs_retrieve",
+        summary="One run: answer, verdict, sources and metadata",
+        responses={200: RunDetailSerializer, **ERRORS},
+    )
+)
+class RunDetailView(generics.RetrieveAPIView):
+    serializer_class = RunDetailSerializer
+    lookup_url_kwarg = "run_id"
+
+    def get_queryset(self):
+        return runs_visible_to(user=self.request.user).select_related("owner")
+
+
+class RunEventsView(SseCapableMixin, APIView):
+    """A run's trace: stored events as JSON, or followed live as SSE."""
+
+    @extend_schema(
+        operation_id="runs_events",
+        summary="A run's trace, resumable after a seq",
+        parameters=[EventsQuerySerializer],
+        responses={
+            (200, "application/json"): inline_serializer(
+                "RunEvents",
+                {
+                    "run": serializers.UUIDField(),
+                    "status": serializers.CharField(),
+                    "finished": serializers.BooleanField(
+                        help_text="True once the run ended: its trace will not grow."
+                    ),
+                    "events": TraceEventSchema,
+                },
+            ),
+            (200, "text/event-stream"): SSE_RESPONSE,
+            (204, "text/event-stream"): OpenApiResponse(
+                description="The run has finished and every event was already received."
+            ),
+            400: OpenApiResponse(description="`after` is not a number >= 0."),
+            **ERRORS,
+        },
+    )
+    def get(self, request, run_id):
+        run = _visible_run(request, run_id)
+        params = EventsQuerySerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        after = params.validated_data["after"]
+        if self.wants_stream(request):
+            resume = requested_seq(request, channel_for(run.pk))
+            resume = after if resume is None else resume
+            if run_is_finished(run) and not run_events_list(run=run, after=resume):
+                # 204 tells an EventSource to stop reconnecting: there is nothing more to send.
+                return HttpResponse(status=204)
+            return run_event_stream(request._request, run.pk, after=after, close_on_done=True)
+        events = [event_message(event) for event in run_events_list(run=run, after=after)]
+        finished = run_is_finished(run)
+        body = {"run": run.pk, "status": run.status, "finished": finished, "events": events}
+        return Response(body)
+
+
+class RunFeedbackView(APIView):
+    @extend_schema(
+        operation_id="runs_feedback",
+        summary="Thumbs up (1) or down (-1) on a finished run; again to change it",
+        request=FeedbackSerializer,
+        responses={
+            201: FeedbackSerializer,
+            400: OpenApiResponse(description="Bad rating, or the run has not finished."),
+            **ERRORS,
+        },
+    )
+    def post(self, request, run_id):
+        run = _visible_run(request, run_id)
+        form = FeedbackSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        try:
+            feedback = feedback_submit(run=run, user=request.user, **form.validated_data)
+        except DjangoValidationError as exc:
+            raise ValidationError({"detail": exc.messages}) from None
+        return Response(FeedbackSerializer(feedback).data, status=201)
+
+
+class TokenView(ObtainAuthToken):
+    """Exchange a username and password for the user's API token (created on first use)."""
+
+    throttle_classes = [TokenObtainThrottle]

@@ -1,0 +1,57 @@
+"""Users, API clients and real runs (scripted fake models) for the API tests."""
+
+import functools
+
+import pytest
+from django.contrib.auth.hashers import make_password
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from ragapp.providers.chat import clear_chat_models_cache
+from ragapp.runner import execute_run
+from ragapp.services import run_create
+from tests.ragapp.graph.conftest import knowledge_base  # noqa: F401  (a fixture)
+
+PASSWORD = "pw-api-tests-123"
+
+
+@functools.cache
+def _password_hash() -> str:
+    # PBKDF2 takes about 0.4 s here; hashing once keeps every test's setup fast.
+    return make_password(PASSWORD)
+
+
+@pytest.fixture
+def users(django_user_model):
+    def make(username, **extra):
+        return django_user_model.objects.create(
+            username=username, password=_password_hash(), **extra
+        )
+
+    return {"owner": make("owner"), "other": make("other"), "staff": make("staff", is_staff=True)}
+
+
+def token_client(user) -> APIClient:
+    """A client authenticating with the user's API token, as scripts do."""
+    client = APIClient()
+    token, _ = Token.objects.get_or_create(user=user)
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    return client
+
+
+@pytest.fixture
+def fake_chat(settings):
+    settings.RAG_CHAT_PROVIDER = "fake"
+    clear_chat_models_cache()
+    yield
+    clear_chat_models_cache()
+
+
+@pytest.fixture
+def answered_run(knowledge_base, fake_chat, users):  # noqa: F811
+    """A run by `owner` that went through the real graph with the fake models."""
+    run = run_create(query="How do I start the beta service?", owner=users["owner"])
+    execute_run(run)
+    run.refresh_from_db()
+    assert run.status == "answered"
+    return run
