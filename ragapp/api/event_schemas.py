@@ -164,6 +164,41 @@ TraceEventSchema = PolymorphicProxySerializer(
     serializers=EVENT_SERIALIZERS,
     resource_type_field_name="kind",
 )
+TraceEventListSchema = PolymorphicProxySerializer(
+    component_name="TraceEvent",
+    serializers=EVENT_SERIALIZERS,
+    resource_type_field_name="kind",
+    many=True,
+)
+
+# One SSE event as OpenAPI 3.2 describes a `text/event-stream` item ({event, id, data}), which
+# tools for 3.1 read the same way: `data` is a TraceEvent as JSON, except on the library's
+# `stream-open` and `keep-alive` events, which carry nothing.
+SSE_EVENT_SCHEMA = {
+    "oneOf": [
+        {
+            "type": "object",
+            "required": ["event", "id", "data"],
+            "properties": {
+                "event": {"type": "string", "enum": [kind.value for kind in EventKind]},
+                "id": {"type": "string", "description": "`run-<run id>:<seq>`"},
+                "data": {
+                    "type": "string",
+                    "contentMediaType": "application/json",
+                    "contentSchema": {"$ref": "#/components/schemas/TraceEvent"},
+                },
+            },
+        },
+        {
+            "type": "object",
+            "required": ["event"],
+            "properties": {
+                "event": {"type": "string", "enum": ["stream-open", "keep-alive"]},
+                "data": {"type": "string", "maxLength": 0},
+            },
+        },
+    ]
+}
 
 SSE_DESCRIPTION = (
     "A Server-Sent Events stream. Each event is `event: <kind>`, `id: run-<run id>:<seq>` and one "

@@ -68,6 +68,9 @@ class RunSerializer(serializers.ModelSerializer):
     """A run as listed: the question, its outcome and when."""
 
     owner = serializers.CharField(source="owner.get_username", read_only=True, allow_null=True)
+    hallucination_risk = serializers.ChoiceField(
+        choices=QueryRun.Risk.choices, allow_blank=True, read_only=True
+    )
     urls = serializers.SerializerMethodField()
 
     class Meta:

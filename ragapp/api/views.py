@@ -15,6 +15,7 @@ from drf_spectacular.utils import (
     inline_serializer,
 )
 from rest_framework import generics, serializers, status
+from rest_framework.authtoken.serializers import AuthTokenSerializer
 from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import PageNumberPagination
@@ -22,7 +23,7 @@ from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from ragapp.api.event_schemas import SSE_DESCRIPTION, TraceEventSchema
+from ragapp.api.event_schemas import SSE_DESCRIPTION, SSE_EVENT_SCHEMA, TraceEventListSchema
 from ragapp.api.http import SseCapableMixin
 from ragapp.api.serializers import (
     EventsQuerySerializer,
@@ -49,7 +50,7 @@ ERRORS = {
     403: OpenApiResponse(description="Session auth without a valid CSRF token."),
     404: OpenApiResponse(description="No such run, or not yours (staff see every run)."),
 }
-SSE_RESPONSE = OpenApiResponse(response=TraceEventSchema, description=SSE_DESCRIPTION)
+SSE_RESPONSE = OpenApiResponse(response=SSE_EVENT_SCHEMA, description=SSE_DESCRIPTION)
 
 
 def _visible_run(request, run_id):
@@ -118,7 +119,12 @@ class RunPagination(PageNumberPagination):
         operation_id="runs_list",
         summary="Your runs (everyone's for staff), newest first",
         parameters=[RunFilterSerializer],
-        responses={200: RunSerializer(many=True), 400: OpenApiResponse(description="Bad filter.")},
+        responses={
+            200: RunSerializer(many=True),
+            400: OpenApiResponse(description="A filter is not valid (field messages)."),
+            401: ERRORS[401],
+            404: OpenApiResponse(description="No such page."),
+        },
     )
 )
 class RunListView(generics.ListAPIView):
@@ -162,7 +168,7 @@ class RunEventsView(SseCapableMixin, APIView):
                     "finished": serializers.BooleanField(
                         help_text="True once the run ended: its trace will not grow."
                     ),
-                    "events": TraceEventSchema,
+                    "events": TraceEventListSchema,
                 },
             ),
             (200, "text/event-stream"): SSE_RESPONSE,
@@ -213,6 +219,19 @@ class RunFeedbackView(APIView):
         return Response(FeedbackSerializer(feedback).data, status=201)
 
 
+@extend_schema_view(
+    post=extend_schema(
+        operation_id="token",
+        summary="Exchange a username and password for your API token",
+        request=AuthTokenSerializer,
+        responses={
+            200: inline_serializer("Token", {"token": serializers.CharField()}),
+            400: OpenApiResponse(description="Wrong or missing username or password."),
+            429: OpenApiResponse(description="Too many attempts (RAG_API_TOKEN_RATE)."),
+        },
+        auth=[],
+    )
+)
 class TokenView(ObtainAuthToken):
     """Exchange a username and password for the user's API token (created on first use)."""
 

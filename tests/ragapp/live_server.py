@@ -22,8 +22,11 @@ def free_port() -> int:
 
 
 @pytest.fixture
-def server(tmp_path, django_user_model):
-    """uvicorn serving the app on the test database, with the fake models."""
+def server(request, tmp_path, django_user_model):
+    """uvicorn serving the app on the test database, with the fake models.
+
+    Parametrize it indirectly with a dict to set more environment variables.
+    """
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "ops.md").write_text(
         "# Ops\n\n## Restart\n\nRestart the worker with `systemctl restart worker`.\n"
@@ -40,6 +43,7 @@ def server(tmp_path, django_user_model):
         "RAG_CHAT_PROVIDER": "fake",
         "RAG_EMBEDDING_PROVIDER": "fake",
         "RAG_FAKE_CHAT_DELAY_MS": "150",
+        **getattr(request, "param", {}),
     }
     process = subprocess.Popen(
         [

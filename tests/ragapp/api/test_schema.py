@@ -1,0 +1,121 @@
+"""The OpenAPI schema: valid, true to the events the graph really emits, and fuzzed live."""
+
+import json
+import subprocess
+from io import StringIO
+
+import jsonschema
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from rest_framework.authtoken.models import Token
+
+from ragapp.events import EventKind
+from ragapp.eventstream import event_message
+from ragapp.graph.context import ChatModels, GraphLimits
+from ragapp.models import TraceEvent
+from ragapp.providers.fake_chat import FakeChatModel, FakeScript
+from ragapp.runner import execute_run
+from ragapp.services import run_create
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_schema_passes_drf_spectaculars_validation_without_warnings(tmp_path):
+    target = tmp_path / "schema.yaml"
+    call_command(
+        "spectacular", "--validate", "--fail-on-warn", "--file", str(target), stderr=StringIO()
+    )
+    text = target.read_text()
+    for path in ("/api/rag:", "/api/runs:", "/api/runs/{run_id}/events:", "/api/token:"):
+        assert path in text
+    assert "text/event-stream" in text
+
+
+@pytest.fixture
+def openapi(client) -> dict:
+    response = client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
+    assert response.status_code == 200
+    return json.loads(response.content)
+
+
+def _run_with(script: FakeScript, question: str):
+    model = FakeChatModel(script=script)
+    models = ChatModels(
+        generator=model,
+        grader=model,
+        broadener=model,
+        relevance_method="structured",
+        faithfulness_method="structured",
+        names={"generation": "fake-chat", "grading": "fake-chat", "broadening": "fake-chat"},
+    )
+    run = run_create(query=question)
+    execute_run(run, models=models, limits=GraphLimits(top_k=2))
+    return run
+
+
+def test_every_event_the_graph_emits_matches_its_documented_schema(openapi, knowledge_base):
+    def beta(question, doc):
+        return 0.9 if "beta" in doc.lower() else 0.1
+
+    scores = iter([0.3, 0.95])  # unfaithful first, faithful after the refinement
+    refine = FakeScript(relevance=beta, faithfulness=lambda answer, docs: next(scores))
+    nothing_relevant = FakeScript(relevance=lambda question, doc: 0.0)
+    broken = FakeScript(invalid_output_for={"DocumentRelevance"})
+    for script in (FakeScript(relevance=beta), refine, nothing_relevant, broken):
+        _run_with(script, "How do I start the beta service?")
+
+    validator = jsonschema.Draft202012Validator(
+        {"$ref": "#/components/schemas/TraceEvent", "components": openapi["components"]}
+    )
+    schemas = openapi["components"]["schemas"]
+    events = [
+        json.loads(json.dumps(event_message(e), default=str)) for e in TraceEvent.objects.all()
+    ]
+    assert {e["kind"] for e in events} == {kind.value for kind in EventKind}  # all ten kinds seen
+    for event in events:
+        validator.validate(event)
+        envelope = schemas[f"{event['kind'].title().replace('_', '')}Event"]
+        payload_ref = envelope["properties"]["payload"]["$ref"].rsplit("/", 1)[-1]
+        documented = set(schemas[payload_ref]["properties"])
+        assert set(event["payload"]) <= documented, (
+            event["kind"],
+            set(event["payload"]) - documented,
+        )
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    "server", [{"RAG_API_RUN_RATE": "off", "RAG_API_TOKEN_RATE": "off"}], indirect=True
+)
+def test_schemathesis_finds_no_server_error_against_the_live_server(server, tmp_path):
+    user = get_user_model().objects.get(username="alice")
+    token = Token.objects.create(user=user)
+    result = subprocess.run(
+        [
+            "st",
+            "run",
+            f"{server}/api/schema/?format=json",
+            "--checks",
+            "not_a_server_error,status_code_conformance,content_type_conformance,"
+            "response_schema_conformance",
+            "--max-examples",
+            "15",
+            "--seed",
+            "1",
+            "--phases",
+            "examples,coverage,fuzzing",
+            "--request-timeout",
+            "30",
+            "--no-color",
+            "--header",
+            f"Authorization: Token {token.key}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
+    print(result.stdout[-3000:])
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
+    assert "No issues found" in result.stdout or "passed" in result.stdout, result.stdout[-3000:]

@@ -1,0 +1,90 @@
+"""POST /api/rag streamed over a real uvicorn server: the whole trace, then the stream closes."""
+
+import json
+import time
+
+import httpx
+import pytest
+from django.contrib.auth import get_user_model
+from rest_framework.authtoken.models import Token
+
+from ragapp.models import QueryRun, TraceEvent
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SSE = {"Accept": "text/event-stream"}
+
+
+def api_client(base: str, username: str = "alice") -> httpx.Client:
+    user = get_user_model().objects.get(username=username)
+    token, _ = Token.objects.get_or_create(user=user)
+    return httpx.Client(base_url=base, timeout=30, headers={"Authorization": f"Token {token.key}"})
+
+
+def sse_events(response: httpx.Response) -> list[dict]:
+    """Every event of a stream that the server closes, keep-alives and stream-open left out."""
+    seen, kind, data = [], None, None
+    deadline = time.monotonic() + 60  # keep-alives would keep a stream that never ends open
+    for line in response.iter_lines():
+        assert time.monotonic() < deadline, f"the stream did not close; got {seen}"
+        if line.startswith("event:"):
+            kind = line.split(":", 1)[1].strip()
+        elif line.startswith("data:"):
+            data = line.split(":", 1)[1].strip()
+        elif line == "":
+            if kind not in (None, "keep-alive", "stream-open"):
+                seen.append({"event": kind, **json.loads(data)})
+            kind, data = None, None
+    return seen
+
+
+def test_post_streams_the_full_trace_and_closes_after_done(server, django_user_model):
+    client = api_client(server)
+    body = {"query": "How do I restart the worker?"}
+
+    with client.stream("POST", "/api/rag", json=body, headers=SSE) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        events = sse_events(response)  # returns only because the server ends the stream
+
+    run = QueryRun.objects.get()
+    stored = list(TraceEvent.objects.filter(run=run).order_by("seq"))
+    assert [(e["seq"], e["kind"]) for e in events] == [(e.seq, e.kind) for e in stored]
+    assert [e["seq"] for e in events] == list(range(1, len(stored) + 1))
+    assert all(e["event"] == e["kind"] for e in events)
+    assert [e["kind"] for e in events][-2:] == ["answer", "done"]
+    assert events[0]["kind"] == "retrieve" and events[0]["payload"]["query"] == body["query"]
+    assert events[-2]["payload"]["answer"] == run.answer and run.status == "answered"
+
+
+def test_the_events_endpoint_resumes_live_and_says_204_when_there_is_nothing_left(server):
+    client = api_client(server)
+    created = client.post("/api/rag", json={"query": "How do I restart the worker?"})
+    assert created.status_code == 202
+    events_url = created.json()["urls"]["events"]
+
+    with client.stream("GET", events_url, headers=SSE, params={"after": 2}) as response:
+        rest = sse_events(response)
+    run_id = created.json()["id"]
+    total = TraceEvent.objects.filter(run_id=run_id).count()
+    assert [e["seq"] for e in rest] == list(range(3, total + 1))
+    assert rest[-1]["kind"] == "done"
+
+    resume = {**SSE, "Last-Event-ID": f"run-{run_id}:{total - 1}"}
+    with client.stream("GET", events_url, headers=resume) as response:
+        assert [e["kind"] for e in sse_events(response)] == ["done"]
+    finished = client.get(events_url, headers=SSE, params={"after": total})
+    assert finished.status_code == 204
+
+
+def test_streams_keep_the_ownership_rules(server, django_user_model):
+    client = api_client(server)
+    run_id = client.post("/api/rag", json={"query": "How do I restart the worker?"}).json()["id"]
+    django_user_model.objects.create_user("mallory", password="pw-mallory-123")
+    intruder = api_client(server, "mallory")
+    assert intruder.get(f"/api/runs/{run_id}/events", headers=SSE).status_code == 404
+    anonymous = httpx.get(f"{server}/api/runs/{run_id}/events", headers=SSE)
+    assert anonymous.status_code == 401
+    assert anonymous.headers["content-type"] == "application/json"
+    bad = client.post("/api/rag", json={"query": ""}, headers=SSE)
+    assert bad.status_code == 400 and bad.json() == {"query": ["The query is empty."]}
