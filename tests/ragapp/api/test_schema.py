@@ -119,3 +119,17 @@ def test_schemathesis_finds_no_server_error_against_the_live_server(server, tmp_
     print(result.stdout[-3000:])
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
     assert "No issues found" in result.stdout or "passed" in result.stdout, result.stdout[-3000:]
+
+
+def test_the_interactive_docs_load_their_scripts_from_this_server(client):
+    import re
+
+    page = client.get("/api/docs/")
+    assert page.status_code == 200
+    assets = re.findall(r'(?:src|href)="([^"]+)"', page.content.decode())
+    assert assets and all(a.startswith("/static/drf_spectacular_sidecar/") for a in assets)
+    for asset in assets:
+        response = client.get(asset)
+        assert response.status_code == 200, asset
+        response.close()
+    assert client.get("/api/redoc/").status_code == 200
