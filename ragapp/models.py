@@ -81,6 +81,30 @@ class EmbeddingIndex(models.Model):
         return f"{self.provider}/{self.model} ({self.dimensions} dims)"
 
 
+class Evaluation(models.Model):
+    """One run of `manage.py eval_rag`: a golden set put to the assistant, and its report."""
+
+    class Mode(models.TextChoices):
+        FULL = "full", "Full graph"
+        RETRIEVAL = "retrieval", "Retrieval only"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    name = models.CharField(max_length=200)
+    golden_path = models.CharField(max_length=1024)
+    mode = models.CharField(max_length=16, choices=Mode.choices)
+    questions = models.PositiveIntegerField(default=0)
+    settings = models.JSONField(default=dict, blank=True, help_text="The settings evaluated.")
+    report = models.JSONField(default=dict, blank=True, help_text="Aggregate metrics.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.get_mode_display()})"
+
+
 class QueryRun(models.Model):
     """One question run through the graph, with its outcome."""
 
@@ -101,6 +125,10 @@ class QueryRun(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="query_runs", null=True
     )
     query = models.TextField()
+    # Set on the runs `manage.py eval_rag` makes; they are stored and audited like any other.
+    evaluation = models.ForeignKey(
+        Evaluation, on_delete=models.SET_NULL, related_name="runs", null=True, blank=True
+    )
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
     answer = models.TextField(blank=True)
     faithfulness_score = models.FloatField(null=True, blank=True)

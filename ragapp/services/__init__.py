@@ -1,5 +1,6 @@
 """Writes. Each function is `<entity>_<action>` with keyword-only arguments."""
 
+from ragapp.services.evaluations import evaluation_create, evaluation_finish
 from ragapp.services.index import embedding_index_prepare, embedding_index_reembed
 from ragapp.services.runs import (
     IllegalTransition,
@@ -15,6 +16,8 @@ __all__ = [
     "IllegalTransition",
     "embedding_index_prepare",
     "embedding_index_reembed",
+    "evaluation_create",
+    "evaluation_finish",
     "feedback_submit",
     "run_create",
     "run_fail",

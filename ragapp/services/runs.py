@@ -39,9 +39,9 @@ def clean_query(query: object) -> str:
     return query
 
 
-def run_create(*, query: str, owner=None) -> QueryRun:
-    """Create a queued run for `query` (validated)."""
-    return QueryRun.objects.create(query=clean_query(query), owner=owner)
+def run_create(*, query: str, owner=None, evaluation=None) -> QueryRun:
+    """Create a queued run for `query` (validated), part of `evaluation` if given."""
+    return QueryRun.objects.create(query=clean_query(query), owner=owner, evaluation=evaluation)
 
 
 def run_submit(*, query: str, owner=None) -> QueryRun:

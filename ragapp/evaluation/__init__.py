@@ -1,0 +1,1 @@
+"""Measuring answer quality: golden sets, metrics, evaluation runs and their reports."""

@@ -1,0 +1,163 @@
+"""Put each golden question to the assistant and collect what the metrics need.
+
+Retrieval is measured on the question as asked, before any grading: the same retriever the
+graph's first retrieval uses, looking 10 deep for MRR@10. In full mode the question then runs
+through the real graph with the configured providers, stored as a run of the evaluation.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+from django.conf import settings
+
+from ragapp.evaluation.golden import GoldenItem
+from ragapp.evaluation.metrics import (
+    fact_present,
+    facts_accuracy,
+    recall_at_k,
+    reciprocal_rank,
+    source_matches,
+)
+from ragapp.models import Evaluation, QueryRun
+from ragapp.providers import get_embeddings
+from ragapp.retrieval import build_retriever
+from ragapp.runner import execute_run
+from ragapp.services import run_create
+
+MRR_DEPTH = 10
+
+
+@dataclass
+class QuestionResult:
+    """Everything measured for one golden question."""
+
+    id: str
+    question: str
+    answerable: bool
+    sources: list[str]
+    ranked_sources: list[str]
+    recall_at_k: float
+    reciprocal_rank: float
+    retrieval_ms: float
+    run_id: str = ""
+    status: str = ""
+    answer: str = ""
+    facts: dict[str, bool] = field(default_factory=dict)
+    facts_ok: bool | None = None
+    faithfulness_score: float | None = None
+    relevance_expected: list[float] = field(default_factory=list)
+    relevance_other: list[float] = field(default_factory=list)
+    expected_graded: int = 0
+    expected_passed: int = 0
+    broadened: bool = False
+    refined: bool = False
+    total_ms: float | None = None
+    node_ms: dict[str, float] = field(default_factory=dict)
+    tokens: dict[str, dict] = field(default_factory=dict)
+    cost_usd: float | None = None
+    error: str = ""
+
+    @property
+    def refused(self) -> bool:
+        return self.status == QueryRun.Status.REFUSED
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def settings_snapshot() -> dict:
+    """The settings that decide quality and speed, recorded with each evaluation."""
+    names = [
+        "RAG_EMBEDDING_PROVIDER",
+        "RAG_CHAT_PROVIDER",
+        "RAG_GENERATION_MODEL",
+        "RAG_GRADER_MODEL",
+        "RAG_BROADEN_MODEL",
+        "RAG_RELEVANCE_JUDGE",
+        "RAG_FAITHFULNESS_JUDGE",
+        "RAG_RETRIEVAL_MODE",
+        "RAG_TOP_K",
+        "RAG_RELEVANCE_THRESHOLD",
+        "RAG_ANSWER_CONFIDENCE_THRESHOLD",
+        "RAG_MIN_RELEVANT_DOCS",
+        "RAG_CHUNK_SIZE",
+        "RAG_CHUNK_OVERLAP",
+        "RAG_HNSW_EF_SEARCH",
+    ]
+    return {name: getattr(settings, name) for name in names}
+
+
+def evaluate(
+    items: list[GoldenItem],
+    *,
+    evaluation: Evaluation | None,
+    k: int,
+    full: bool,
+    on_result: Callable[[QuestionResult], None] | None = None,
+) -> list[QuestionResult]:
+    """Measure every item, in order; `on_result` is called after each (progress)."""
+    retriever = build_retriever(mode=settings.RAG_RETRIEVAL_MODE, embeddings=get_embeddings())
+    results = []
+    for item in items:
+        result = _retrieval(item, retriever, k)
+        if full:
+            _answer(item, result, evaluation)
+        results.append(result)
+        if on_result is not None:
+            on_result(result)
+    return results
+
+
+def _retrieval(item: GoldenItem, retriever, k: int) -> QuestionResult:
+    started = time.perf_counter()
+    docs = retriever.search(item.question, k=max(k, MRR_DEPTH))
+    elapsed = (time.perf_counter() - started) * 1000
+    ranked = [doc.source_path for doc in docs]
+    return QuestionResult(
+        id=item.id,
+        question=item.question,
+        answerable=item.answerable,
+        sources=list(item.sources),
+        ranked_sources=ranked,
+        recall_at_k=recall_at_k(ranked, item.sources, k) if item.answerable else 0.0,
+        reciprocal_rank=reciprocal_rank(ranked, item.sources, MRR_DEPTH)
+        if item.answerable
+        else 0.0,
+        retrieval_ms=round(elapsed, 2),
+    )
+
+
+def _answer(item: GoldenItem, result: QuestionResult, evaluation: Evaluation | None) -> None:
+    run = run_create(query=item.question, evaluation=evaluation)
+    execute_run(run)
+    run.refresh_from_db()
+    meta = run.response_metadata or {}
+    result.run_id = str(run.pk)
+    result.status = run.status
+    result.answer = run.answer
+    result.error = run.error
+    result.faithfulness_score = run.faithfulness_score
+    result.refined = run.correction_count > 0
+    result.total_ms = meta.get("total_ms")
+    result.node_ms = meta.get("node_ms", {})
+    result.tokens = meta.get("tokens", {})
+    result.cost_usd = meta.get("cost_usd")
+    if item.answerable:
+        answered = run.status == QueryRun.Status.ANSWERED
+        result.facts = {fact: answered and fact_present(fact, run.answer) for fact in item.facts}
+        result.facts_ok = answered and facts_accuracy(item.facts, run.answer)
+    for event in run.events.order_by("seq"):
+        if event.kind == "broaden":
+            result.broadened = True
+        elif event.kind == "grade":
+            path = event.payload["document"]["source_path"]
+            score = event.payload["score"]
+            if any(source_matches(path, name) for name in item.sources):
+                result.relevance_expected.append(score)
+                result.expected_graded += 1
+                result.expected_passed += bool(event.payload["passed"])
+            else:
+                result.relevance_other.append(score)

@@ -1,0 +1,153 @@
+"""`manage.py eval_rag GOLDEN.jsonl`: measure retrieval, answers and refusals on a golden set."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+from django.utils import timezone
+from tqdm import tqdm
+
+from ragapp.evaluation.golden import GoldenFileError, load_golden
+from ragapp.evaluation.harness import evaluate, settings_snapshot
+from ragapp.evaluation.html import render_html
+from ragapp.evaluation.report import aggregate, compare, fmt, headline
+from ragapp.models import Chunk
+from ragapp.selectors import EmbeddingMismatchError
+from ragapp.services import evaluation_create, evaluation_finish
+
+
+class Command(BaseCommand):
+    help = (
+        "Evaluate the assistant on a golden set (JSONL): retrieval recall@k and MRR@10, fact "
+        "accuracy, refusals, faithfulness, latency and tokens. Writes report.json and "
+        "report.html; --compare shows the change against an earlier report.json."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("golden", type=Path, help="The golden set, one JSON object per line.")
+        parser.add_argument(
+            "--retrieval-only",
+            action="store_true",
+            help="Only measure retrieval (no chat model; seconds).",
+        )
+        parser.add_argument("--k", type=int, default=5, help="k of recall@k (default 5).")
+        parser.add_argument("--limit", type=int, help="Only the first N questions.")
+        parser.add_argument("--name", help="A name for this evaluation (default: the file name).")
+        parser.add_argument(
+            "--output",
+            type=Path,
+            help="Folder for report.json and report.html "
+            "(default: RAG_DATA_DIR/evaluations/<name>-<time>).",
+        )
+        parser.add_argument(
+            "--compare", type=Path, metavar="REPORT.json", help="Show deltas against this report."
+        )
+        parser.add_argument(
+            "--min-recall",
+            type=float,
+            help="Exit with status 1 when recall@k is below this (for CI).",
+        )
+
+    def handle(self, *args, golden, retrieval_only, k, limit, name, output, **options):
+        if k < 1 or (limit is not None and limit < 1):
+            raise CommandError("--k and --limit must be at least 1.")
+        baseline = self._baseline(options["compare"])
+        try:
+            items = load_golden(golden)
+        except GoldenFileError as exc:
+            raise CommandError(str(exc)) from None
+        items = items[:limit] if limit else items
+        if not Chunk.objects.exists():
+            raise CommandError(
+                "The knowledge base is empty: ingest the corpus of this golden set first "
+                "(`uv run python manage.py ingest_docs PATH`)."
+            )
+        name = name or golden.stem
+        mode = "retrieval" if retrieval_only else "full"
+        evaluation = evaluation_create(
+            name=name, golden_path=str(golden), mode=mode, settings=settings_snapshot()
+        )
+        bar = tqdm(
+            total=len(items),
+            desc=name,
+            unit="q",
+            file=self.stderr._out,
+            disable=not self.stderr.isatty() or options["verbosity"] == 0,
+            dynamic_ncols=True,
+        )
+        recalled = []
+
+        def progress(result):
+            if result.answerable:
+                recalled.append(result.recall_at_k)
+            bar.update(1)
+            postfix = {f"recall@{k}": f"{sum(recalled) / max(len(recalled), 1):.2f}"}
+            if result.status:
+                postfix["last"] = result.status
+            bar.set_postfix(postfix)
+
+        try:
+            results = evaluate(
+                items, evaluation=evaluation, k=k, full=not retrieval_only, on_result=progress
+            )
+        except EmbeddingMismatchError as exc:
+            raise CommandError(str(exc)) from None
+        finally:
+            bar.close()
+        meta = {
+            "name": name,
+            "golden": str(golden),
+            "evaluation_id": str(evaluation.pk),
+            "created_at": timezone.now().isoformat(),
+            "settings": settings_snapshot(),
+        }
+        report = aggregate(results, k=k, full=not retrieval_only, meta=meta)
+        evaluation_finish(evaluation=evaluation, questions=len(results), report=report)
+        folder = output or (
+            Path(settings.RAG_DATA_DIR)
+            / "evaluations"
+            / f"{name}-{timezone.now().strftime('%Y%m%d-%H%M%S')}"
+        )
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "report.json").write_text(json.dumps(report, indent=1, default=str))
+        (folder / "report.html").write_text(render_html(report))
+        self._print(report, baseline)
+        self.stdout.write(f"\nReport: {folder / 'report.json'}\n        {folder / 'report.html'}")
+        self._check_floor(report, k, options["min_recall"])
+
+    def _baseline(self, path: Path | None) -> dict | None:
+        if path is None:
+            return None
+        try:
+            return json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise CommandError(f"Cannot read the report to compare with, {path}: {exc}") from None
+
+    def _print(self, report: dict, baseline: dict | None) -> None:
+        self.stdout.write(
+            f"{report['questions']} questions ({report['answerable']} answerable), "
+            f"{report['mode']} evaluation"
+        )
+        if baseline is None:
+            for label, value in headline(report):
+                self.stdout.write(f"  {label:<22} {fmt(value):>10}")
+        else:
+            self.stdout.write(f"  {'metric':<22} {'before':>10} {'now':>10} {'change':>10}")
+            for row in compare(report, baseline):
+                mark = {True: "  better", False: "  worse", None: ""}[row["better"]]
+                delta = "-" if row["delta"] is None else f"{row['delta']:+.3f}"
+                self.stdout.write(
+                    f"  {row['metric']:<22} {fmt(row['old']):>10} {fmt(row['new']):>10} "
+                    f"{delta:>10}{mark}"
+                )
+        misses = report["retrieval"]["misses"]
+        if misses:
+            self.stdout.write(f"  not retrieved at k={report['k']}: {', '.join(misses)}")
+
+    def _check_floor(self, report: dict, k: int, floor: float | None) -> None:
+        recall = report["retrieval"][f"recall_at_{k}"]
+        if floor is not None and (recall is None or recall < floor):
+            raise CommandError(f"recall@{k} is {fmt(recall)}, below the floor of {floor}.")
