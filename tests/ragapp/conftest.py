@@ -1,3 +1,37 @@
-"""Fixtures shared by the ragapp tests."""
+"""Fixtures shared by the ragapp tests: a small knowledge base (fake embeddings), a live server."""
 
+import pytest
+
+from ragapp.models import Chunk, Document
+from ragapp.services import embedding_index_prepare
 from tests.ragapp.live_server import server  # noqa: F401  (a fixture)
+
+TEXTS = {
+    "docs/alpha.md": [
+        "Alpha release 2.3 setup: run the alpha installer with --prefix.",
+        "Alpha configuration lives in alpha.toml next to the binary.",
+    ],
+    "docs/beta.md": [
+        "Beta setup: the beta service starts with `beta serve` on port 9000.",
+        "Beta logs rotate daily; keep seven days.",
+    ],
+    "docs/gamma.md": ["Gamma is the billing module; invoices are monthly."],
+}
+
+
+@pytest.fixture
+def knowledge_base(db, fake_embeddings):
+    embedding_index_prepare(embeddings=fake_embeddings)
+    for path, texts in TEXTS.items():
+        title = path.split("/")[1].removesuffix(".md").title()
+        document = Document.objects.create(
+            source_path=path, title=title, format="markdown", content_hash=path, size_bytes=1
+        )
+        for ordinal, text in enumerate(texts):
+            Chunk.objects.create(
+                document=document,
+                ordinal=ordinal,
+                text=text,
+                heading_path=title,
+                embedding=fake_embeddings.embed_query(f"{title}\n\n{text}"),
+            )

@@ -10,7 +10,6 @@ from rest_framework.test import APIClient
 from ragapp.providers.chat import clear_chat_models_cache
 from ragapp.runner import execute_run
 from ragapp.services import run_create
-from tests.ragapp.graph.conftest import knowledge_base  # noqa: F401  (a fixture)
 
 PASSWORD = "pw-api-tests-123"
 
@@ -48,7 +47,7 @@ def fake_chat(settings):
 
 
 @pytest.fixture
-def answered_run(knowledge_base, fake_chat, users):  # noqa: F811
+def answered_run(knowledge_base, fake_chat, users):
     """A run by `owner` that went through the real graph with the fake models."""
     run = run_create(query="How do I start the beta service?", owner=users["owner"])
     execute_run(run)

@@ -1,0 +1,146 @@
+"""`manage.py eval_rag` end to end: the real graph with the fake models, reports, CI floor."""
+
+import json
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from ragapp.models import Evaluation, QueryRun
+from ragapp.providers.chat import clear_chat_models_cache
+
+pytestmark = pytest.mark.django_db
+
+GOLDEN = [
+    {
+        "id": "beta-port",
+        "question": "Which port does the beta service listen on?",
+        "answerable": True,
+        "sources": ["beta.md"],
+        "facts": ["9000"],
+    },
+    {
+        "id": "alpha-config",
+        "question": "Where does alpha configuration live?",
+        "answerable": True,
+        "sources": ["alpha.md"],
+        "facts": ["alpha.toml"],
+    },
+    {
+        "id": "saml",
+        "question": "How do I set up SAML single sign-on?",
+        "answerable": False,
+        "sources": [],
+        "facts": [],
+    },
+]
+
+
+@pytest.fixture
+def golden(tmp_path):
+    path = tmp_path / "golden.jsonl"
+    path.write_text("\n".join(json.dumps(item) for item in GOLDEN) + "\n")
+    return path
+
+
+@pytest.fixture
+def fake_chat(settings):
+    settings.RAG_CHAT_PROVIDER = "fake"
+    settings.RAG_TOP_K = 2
+    clear_chat_models_cache()
+    yield
+    clear_chat_models_cache()
+
+
+def run(*args) -> str:
+    out = StringIO()
+    call_command("eval_rag", *map(str, args), stdout=out, stderr=StringIO())
+    return out.getvalue()
+
+
+def test_retrieval_only_needs_no_chat_model_and_writes_both_reports(
+    golden,
+    tmp_path,
+    knowledge_base,
+    settings,
+):
+    settings.RAG_CHAT_PROVIDER = "openai"  # no key: building a chat client would fail
+    settings.OPENAI_API_KEY = ""
+    output = run(golden, "--retrieval-only", "--output", tmp_path / "out", "--k", "2")
+
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["mode"] == "retrieval" and report["questions"] == 3
+    assert report["answerable"] == 2 and report["unanswerable"] == 1
+    assert report["retrieval"]["recall_at_2"] == 1.0
+    assert 0.5 <= report["retrieval"]["mrr_at_10"] <= 1.0
+    assert "answers" not in report and not QueryRun.objects.exists()
+    assert "recall@2" in output and "MRR@10" in output
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert html.startswith("<!doctype html>") and html.count("<svg") == 2
+    assert "Which port does the beta service listen on?" in html
+    evaluation = Evaluation.objects.get()
+    assert evaluation.mode == "retrieval" and evaluation.report["questions"] == 3
+
+
+def test_full_evaluation_runs_the_graph_and_measures_answers_and_refusals(
+    golden,
+    tmp_path,
+    knowledge_base,
+    fake_chat,
+):
+    run(golden, "--output", tmp_path / "out", "--name", "nightly")
+
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    evaluation = Evaluation.objects.get(name="nightly")
+    runs = QueryRun.objects.filter(evaluation=evaluation)
+    assert runs.count() == 3  # stored like any other run, tagged with the evaluation
+    items = {item["id"]: item for item in report["items"]}
+    assert items["beta-port"]["status"] == "answered"
+    assert items["beta-port"]["facts"] == {"9000": True} and items["beta-port"]["facts_ok"]
+    assert items["saml"]["status"] == "refused"  # the fake finds no overlap: the fallback
+    assert report["refusal"]["recall"] == 1.0
+    answers = report["answers"]
+    assert answers["answered"] + answers["refused"] + answers["failed"] == 3
+    assert report["answers"]["fact_accuracy"] == pytest.approx(
+        sum(1 for i in report["items"] if i["answerable"] and i["facts_ok"]) / 2
+    )
+    assert report["grading"]["expected_chunks_graded"] >= 2
+    assert report["latency"]["run_ms"]["p50"] > 0
+    assert set(report["latency"]["node_ms"]) >= {"retrieve", "grade_docs"}
+    assert report["tokens"]["calls"] > 0 and report["tokens"]["per_run"] > 0
+    assert 0 <= report["rates"]["broaden"] <= 1
+    assert (tmp_path / "out" / "report.html").read_text().count("<svg") == 4
+
+
+def test_compare_shows_deltas_against_an_earlier_report(golden, tmp_path, knowledge_base):
+    run(golden, "--retrieval-only", "--output", tmp_path / "before")
+    baseline = tmp_path / "before" / "report.json"
+    old = json.loads(baseline.read_text())
+    old["retrieval"]["recall_at_5"] = 0.5
+    baseline.write_text(json.dumps(old))
+
+    output = run(golden, "--retrieval-only", "--output", tmp_path / "after", "--compare", baseline)
+
+    line = next(line for line in output.splitlines() if line.strip().startswith("recall@"))
+    assert line.split()[1:] == ["0.500", "1.000", "+0.500", "better"]
+
+
+def test_the_recall_floor_fails_the_command(golden, tmp_path, knowledge_base):
+    missing = tmp_path / "missing.jsonl"
+    missing.write_text(json.dumps({**GOLDEN[0], "id": "x", "sources": ["nowhere.md"]}) + "\n")
+    with pytest.raises(CommandError, match=r"recall@5 is 0.000, below the floor of 0.9"):
+        run(missing, "--retrieval-only", "--min-recall", "0.9", "--output", tmp_path / "o")
+    run(golden, "--retrieval-only", "--min-recall", "0.9", "--output", tmp_path / "o2")
+
+
+def test_clear_errors_for_a_bad_file_an_empty_knowledge_base_and_bad_flags(golden, tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "x"}\n')
+    with pytest.raises(CommandError, match="line 1: missing 'question'"):
+        run(bad, "--retrieval-only")
+    with pytest.raises(CommandError, match="The knowledge base is empty"):
+        run(golden, "--retrieval-only")
+    with pytest.raises(CommandError, match="at least 1"):
+        run(golden, "--k", "0")
+    with pytest.raises(CommandError, match="Cannot read the report"):
+        run(golden, "--compare", tmp_path / "none.json")
