@@ -79,6 +79,8 @@ def settings_snapshot() -> dict:
         "RAG_RELEVANCE_JUDGE",
         "RAG_FAITHFULNESS_JUDGE",
         "RAG_RETRIEVAL_MODE",
+        "RAG_HYBRID_TEXT_WEIGHT",
+        "RAG_MAX_CHUNKS_PER_DOCUMENT",
         "RAG_TOP_K",
         "RAG_RELEVANCE_THRESHOLD",
         "RAG_ANSWER_CONFIDENCE_THRESHOLD",

@@ -65,3 +65,23 @@ def test_a_query_with_no_words_falls_back_to_dense_only(chunks, fake_embeddings)
 def test_the_mode_setting_picks_the_retriever(fake_embeddings):
     assert build_retriever(mode="vector", embeddings=fake_embeddings).mode == "vector"
     assert build_retriever(mode="hybrid", embeddings=fake_embeddings).mode == "hybrid"
+
+
+def test_the_per_document_cap_leaves_room_for_other_documents(knowledge_base, fake_embeddings):
+    # alpha.md and beta.md have two chunks each; the question matches both alpha chunks best.
+    query = "Alpha release setup installer configuration binary"
+    uncapped = VectorRetriever(fake_embeddings).search(query, k=2)
+    capped = VectorRetriever(fake_embeddings, per_document_cap=1).search(query, k=2)
+    assert [d.source_path for d in uncapped] == ["docs/alpha.md", "docs/alpha.md"]
+    assert capped[0] == uncapped[0]
+    assert capped[1].source_path != "docs/alpha.md"
+    fused = HybridRetriever(fake_embeddings, per_document_cap=1).search(query, k=3)
+    assert len({d.document_id for d in fused}) == 3
+
+
+def test_the_retriever_follows_the_settings(settings, fake_embeddings):
+    settings.RAG_HYBRID_TEXT_WEIGHT = 0.8
+    settings.RAG_MAX_CHUNKS_PER_DOCUMENT = 2
+    hybrid = build_retriever(mode="hybrid", embeddings=fake_embeddings)
+    assert (hybrid.text_weight, hybrid.per_document_cap) == (0.8, 2)
+    assert build_retriever(mode="vector", embeddings=fake_embeddings).per_document_cap == 2

@@ -23,3 +23,10 @@ def models(request, script):
         faithfulness_method=request.param,
         names={"generation": "fake-chat", "grading": "fake-chat", "broadening": "fake-chat"},
     )
+
+
+@pytest.fixture(autouse=True)
+def plain_vector_retrieval(settings):
+    """The graph's routes are tested over plain vector search; retrieval has tests of its own."""
+    settings.RAG_RETRIEVAL_MODE = "vector"
+    settings.RAG_MAX_CHUNKS_PER_DOCUMENT = 0
