@@ -77,7 +77,7 @@ def fill(n: int, vectors: np.ndarray, labels: np.ndarray) -> float:
 
     from ragapp.models import EmbeddingIndex
 
-    EmbeddingIndex.objects.create(provider="bench", model="synthetic-384", dimensions=DIMS)
+    EmbeddingIndex.objects.create(provider="bench", model="bench/synthetic-384", dimensions=DIMS)
     rnd = random.Random(7)
     started = time.perf_counter()
     with connection.cursor() as cursor:
