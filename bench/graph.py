@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 import statistics
 import sys
 import time
@@ -127,6 +128,7 @@ def main() -> dict:
     parser.add_argument("--runs", type=int, default=30, help="fake-model runs for the overhead")
     parser.add_argument("--local-questions", type=int, default=10, help="0 skips the local part")
     parser.add_argument("--local-model", default="qwen2.5-coder-1.5b")
+    parser.add_argument("--json", type=Path, help="also write the figures here (bench/all.py)")
     args = parser.parse_args()
     result = {}
     with throwaway_django(RAG_EMBEDDING_PROVIDER="local", RAG_CHAT_PROVIDER="fake") as _:
@@ -151,6 +153,8 @@ def main() -> dict:
                 f"{loc['generation_tokens_per_s']} tokens/s; answered {loc['answered']}, "
                 f"refused {loc['refused']}, failed {loc['failed']}"
             )
+    if args.json:
+        args.json.write_text(json.dumps(result))
     return result
 
 

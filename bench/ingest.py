@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 import sys
 import time
 from pathlib import Path
@@ -26,6 +27,7 @@ from corpus import build_corpus
 def main() -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=float, default=2.2, help="corpus size in MB (default 2.2)")
+    parser.add_argument("--json", type=Path, help="also write the figures here (bench/all.py)")
     args = parser.parse_args()
 
     with throwaway_django(RAG_EMBEDDING_PROVIDER="local") as work:
@@ -93,6 +95,8 @@ def main() -> dict:
         f"unchanged re-run:            {second_seconds:8.3f} s = "
         f"{100 * result['rerun_fraction']:.2f}% of the first run   (target <= 5%)"
     )
+    if args.json:
+        args.json.write_text(json.dumps(result))
     return result
 
 

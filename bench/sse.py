@@ -100,6 +100,7 @@ async def round_of(base: str, cookies: dict, token: str, clients: int, server_pi
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", type=int, nargs="+", default=[50, 200, 500])
+    parser.add_argument("--json", type=Path, help="also write the figures here (bench/all.py)")
     args = parser.parse_args()
     import httpx
 
@@ -218,6 +219,9 @@ def main() -> None:
             f"{clients:>7} {lost:>5} {dupes:>6} {p50:>7.1f} {p95:>8.1f} {p95 / base_p95:>13.2f}"
             f" {per_conn:>9.0f}"
         )
+    if args.json:
+        keys = ("clients", "lost", "duplicates", "p50_ms", "p95_ms", "kib_per_conn")
+        args.json.write_text(json.dumps([dict(zip(keys, row, strict=True)) for row in rows]))
 
 
 if __name__ == "__main__":

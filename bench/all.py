@@ -1,0 +1,129 @@
+"""Every benchmark from one entry point, with one summary table at the end.
+
+Each benchmark runs in a process of its own (each starts its own throwaway database) and hands
+its figures back as JSON. Each figure is shown next to the baseline it was measured against in
+the same run, and their ratio.
+
+    uv run python bench/all.py --quick    # small sizes: a few minutes
+    uv run python bench/all.py            # the sizes of docs/performance.md: an hour or more
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+QUICK = {
+    "ingest": ["--mb", "0.3"],
+    "graph": ["--runs", "15", "--local-questions", "0"],
+    "sse": ["--clients", "20"],
+    "retrieval": ["--sizes", "10000", "--queries", "30", "--seed-queries", "2"],
+}
+FULL = {
+    "ingest": [],
+    "graph": ["--local-questions", "10"],
+    "sse": [],
+    "retrieval": ["--sizes", "10000,100000"],
+}
+
+
+def summarise(name: str, data) -> list[tuple[str, str, str, str]]:
+    """(figure, value, baseline, ratio) rows of one benchmark's JSON."""
+    if name == "ingest":
+        return [
+            (
+                "ingest: pipeline chunks/s",
+                f"{data['pipeline_chunks_per_s']:.1f}",
+                f"raw embedder {data['raw_embedder_chunks_per_s']:.1f}",
+                f"{data['pipeline_over_raw']:.3f}",
+            ),
+            (
+                "ingest: unchanged re-run s",
+                f"{data['unchanged_rerun_s']:.2f}",
+                f"first run {data['first_run_s']:.1f}",
+                f"{data['rerun_fraction']:.4f}",
+            ),
+        ]
+    if name == "graph":
+        o = data["overhead"]
+        rows = [
+            (
+                "graph: run with instant models, ms p50",
+                f"{o['full_run_ms_p50']:.1f}",
+                f"bare retrieval {o['bare_retrieval_ms_p50']:.1f}",
+                f"{o['full_run_ms_p50'] / max(o['bare_retrieval_ms_p50'], 1e-9):.2f}",
+            )
+        ]
+        if "local" in data:
+            loc = data["local"]
+            rows.append(("graph: local end to end s p50", str(loc["p50_s"]), "-", "-"))
+        return rows
+    if name == "sse":
+        base = data[0]
+        return [
+            (
+                f"sse: {row['clients']} clients, p95 ms (lost {row['lost']}, dup "
+                f"{row['duplicates']})",
+                f"{row['p95_ms']:.1f}",
+                f"1 client {base['p95_ms']:.1f}",
+                f"{row['p95_ms'] / max(base['p95_ms'], 1e-9):.2f}",
+            )
+            for row in data[1:]
+        ]
+    if name == "retrieval":
+        return [
+            (
+                f"retrieval {row['chunks']:,}: {row['method']} p50 ms"
+                + (
+                    "" if row["recall_at_10"] is None else f" (recall@10 {row['recall_at_10']:.3f})"
+                ),
+                f"{row['p50_ms']:.2f}",
+                "exact scan",
+                f"{row['ratio']:.3f}",
+            )
+            for row in data
+            if row["method"] != "exact scan"
+        ]
+    return []
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, a few minutes")
+    parser.add_argument("--only", nargs="+", choices=list(QUICK), help="run only these")
+    args = parser.parse_args()
+    plan = QUICK if args.quick else FULL
+    rows, failed = [], []
+    for name, extra in plan.items():
+        if args.only and name not in args.only:
+            continue
+        with tempfile.NamedTemporaryFile(suffix=".json") as out:
+            print(f"\n=== bench/{name}.py {' '.join(extra)}", flush=True)
+            started = time.perf_counter()
+            done = subprocess.run(
+                [sys.executable, str(HERE / f"{name}.py"), *extra, "--json", out.name]
+            )
+            seconds = time.perf_counter() - started
+            if done.returncode != 0:
+                failed.append(name)
+                continue
+            rows += summarise(name, json.loads(Path(out.name).read_text()))
+            print(f"=== {name}: {seconds:.0f} s", flush=True)
+    width = max((len(r[0]) for r in rows), default=10)
+    print(f"\n{'figure':<{width}}  {'value':>10}  {'baseline (same run)':<26} {'ratio':>8}")
+    for figure, value, baseline, ratio in rows:
+        print(f"{figure:<{width}}  {value:>10}  {baseline:<26} {ratio:>8}")
+    if failed:
+        print(f"\nFAILED: {', '.join(failed)}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
