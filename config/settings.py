@@ -248,7 +248,9 @@ if RAG_CHUNK_OVERLAP >= RAG_CHUNK_SIZE:
 RAG_MAX_FILE_BYTES = env_int("RAG_MAX_FILE_BYTES", 10 * 1024 * 1024, minimum=1)
 RAG_DOCS_DIR = Path(env_str("RAG_DOCS_DIR", str(BASE_DIR / "docs"))).expanduser()
 
-RAG_HNSW_EF_SEARCH = env_int("RAG_HNSW_EF_SEARCH", 40, minimum=1)
+# bench/retrieval.py: at 100k chunks ef_search 40 found 0.916 of the true top 10, 160 found
+# 0.998, for about a millisecond more; 100 keeps recall near 0.99 at that size.
+RAG_HNSW_EF_SEARCH = env_int("RAG_HNSW_EF_SEARCH", 100, minimum=1)
 
 # --- The graph ------------------------------------------------------------------------------
 

@@ -77,3 +77,21 @@ def test_the_shipped_golden_sets_are_valid():
     assert len(docs) >= 40 and sum(not i.answerable for i in docs) >= 10
     postgres = load_golden(settings.BASE_DIR / "bench" / "golden" / "postgresql15.jsonl")
     assert len(postgres) >= 100
+
+
+def test_every_fact_of_the_docs_golden_set_is_still_in_its_source():
+    """Editing docs/ must not silently leave the golden set asking for facts no longer there."""
+    from django.conf import settings
+
+    from ragapp.evaluation.metrics import fact_present
+
+    docs = settings.BASE_DIR / "docs"
+    stale = []
+    for item in load_golden(settings.BASE_DIR / "tests" / "eval" / "golden_docs.jsonl"):
+        texts = [(docs / name).read_text() for name in item.sources]
+        stale += [
+            f"{item.id}: {fact!r}"
+            for fact in item.facts
+            if not any(fact_present(fact, text) for text in texts)
+        ]
+    assert not stale, stale
