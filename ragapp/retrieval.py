@@ -12,6 +12,7 @@ from ragapp.graph.state import RetrievedDoc
 from ragapp.models import Chunk
 from ragapp.providers import EmbeddingProvider
 from ragapp.selectors import ScoredChunk, chunk_vector_search
+from ragapp.vector_index import cosine_distance_to
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9_.-]*")
 # Reciprocal rank fusion: score = sum over rankings of weight / (RRF_K + rank).
@@ -84,20 +85,22 @@ class HybridRetriever:
     def search(self, query: str, *, k: int) -> list[RetrievedDoc]:
         """The k best chunks by fused rank; similarity is still the cosine similarity."""
         depth = k * CANDIDATE_FACTOR
-        dense = chunk_vector_search(query=query, embeddings=self.embeddings, k=depth)
-        lexical = self._text_search(query, depth)
+        vector = self.embeddings.embed_query(query)
+        dense = chunk_vector_search(query=query, embeddings=self.embeddings, k=depth, vector=vector)
+        lexical = self._text_search(query, depth, vector)
         scores: dict[int, float] = {}
         by_id: dict[int, ScoredChunk] = {hit.chunk.id: hit for hit in dense}
         for rank, hit in enumerate(dense, 1):
             scores[hit.chunk.id] = scores.get(hit.chunk.id, 0.0) + 1.0 / (RRF_K + rank)
         for rank, chunk in enumerate(lexical, 1):
             scores[chunk.id] = scores.get(chunk.id, 0.0) + self.text_weight / (RRF_K + rank)
-            by_id.setdefault(chunk.id, ScoredChunk(chunk=chunk, similarity=0.0))
+            similarity = 1.0 - float(chunk.distance)
+            by_id.setdefault(chunk.id, ScoredChunk(chunk=chunk, similarity=similarity))
         ranked = sorted(scores, key=lambda chunk_id: -scores[chunk_id])
         docs = [_as_doc(by_id[i].chunk, by_id[i].similarity) for i in ranked]
         return per_document(docs, cap=self.per_document_cap, k=k)
 
-    def _text_search(self, query: str, limit: int) -> list[Chunk]:
+    def _text_search(self, query: str, limit: int, vector: list[float]) -> list[Chunk]:
         # Any term may match (OR): a question's words rarely all appear in one chunk. Ranking
         # still prefers chunks that match more of them, and the heading weight A over text B.
         words = _WORD.findall(query.lower())
@@ -109,6 +112,8 @@ class HybridRetriever:
             .defer("embedding", "search_vector")
             .filter(search_vector=search)
             .annotate(rank=SearchRank(F("search_vector"), search))
+            # The cosine similarity too, so every chunk reports one, however it was found.
+            .annotate(distance=cosine_distance_to(vector, dimensions=self.embeddings.dimensions))
             .order_by("-rank", "id")[:limit]
         )
 

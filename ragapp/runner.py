@@ -31,6 +31,7 @@ def limits_from_settings() -> GraphLimits:
         min_relevant_docs=settings.RAG_MIN_RELEVANT_DOCS,
         answer_confidence_threshold=settings.RAG_ANSWER_CONFIDENCE_THRESHOLD,
         grade_concurrency=settings.RAG_GRADE_CONCURRENCY,
+        prefilter_similarity=settings.RAG_RELEVANCE_PREFILTER,
     )
 
 

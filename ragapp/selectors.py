@@ -49,10 +49,13 @@ def embedding_index_check(*, embeddings: EmbeddingProvider) -> EmbeddingIndex | 
     return index
 
 
-def chunk_vector_search(*, query: str, embeddings: EmbeddingProvider, k: int) -> list[ScoredChunk]:
-    """The `k` chunks nearest to `query` by cosine similarity, through the HNSW index."""
+def chunk_vector_search(
+    *, query: str, embeddings: EmbeddingProvider, k: int, vector: list[float] | None = None
+) -> list[ScoredChunk]:
+    """The `k` chunks nearest to `query` (or to its `vector`, if given) through the HNSW index."""
     embedding_index_check(embeddings=embeddings)
-    vector = embeddings.embed_query(query)
+    if vector is None:
+        vector = embeddings.embed_query(query)
     with transaction.atomic():
         set_ef_search(max(settings.RAG_HNSW_EF_SEARCH, k))
         rows = list(

@@ -54,6 +54,9 @@ class GradePayload(serializers.Serializer):
     passed = serializers.BooleanField(help_text="score >= threshold: used for the answer.")
     reasoning = serializers.CharField(allow_blank=True)
     threshold = serializers.FloatField()
+    prefiltered = serializers.BooleanField(
+        help_text="True: too far from the question in embedding space; no model was asked."
+    )
 
 
 class GradeDocsPayload(serializers.Serializer):

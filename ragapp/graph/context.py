@@ -48,6 +48,8 @@ class GraphLimits:
     max_retrievals: int = 3
     max_refinements: int = 1
     grade_concurrency: int = 4
+    # Chunks less similar than this to the question are rejected without asking the judge.
+    prefilter_similarity: float = 0.0
 
 
 @dataclass

@@ -76,6 +76,7 @@ def grade_docs(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
                 "passed": grade.passed,
                 "reasoning": grade.reasoning,
                 "threshold": ctx.limits.relevance_threshold,
+                "prefiltered": grade.prefiltered,
             },
             node="grade_docs",
         )
@@ -101,6 +102,18 @@ def grade_docs(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
 
 
 def _grade_one(ctx: GraphContext, question: str, doc: RetrievedDoc) -> DocGrade:
+    floor = ctx.limits.prefilter_similarity
+    if doc.similarity < floor:
+        # A model call costs seconds on a CPU; a chunk this far from the question in embedding
+        # space was never judged relevant on the golden sets (docs/evaluation.md).
+        return DocGrade(
+            doc=doc,
+            score=0.0,
+            relevant=False,
+            reasoning=f"cosine similarity {doc.similarity:.2f} is below the pre-filter {floor:.2f}",
+            passed=False,
+            prefiltered=True,
+        )
     try:
         verdict = judge_relevance(ctx.models, question, doc, usage=ctx.usage)
     finally:

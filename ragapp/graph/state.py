@@ -37,6 +37,7 @@ class DocGrade:
     relevant: bool
     reasoning: str
     passed: bool
+    prefiltered: bool = False  # rejected by the embedding pre-filter, never sent to the judge
 
 
 @dataclass(frozen=True)

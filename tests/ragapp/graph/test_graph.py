@@ -184,3 +184,20 @@ def test_documents_that_passed_before_broadening_are_kept(knowledge_base, models
     assert run.status == QueryRun.Status.ANSWERED
     cited = {s["source_path"] for s in run.response_metadata["sources"]}
     assert cited == {"docs/alpha.md", "docs/beta.md"}
+
+
+def test_the_embedding_prefilter_rejects_distant_chunks_without_a_model_call(
+    knowledge_base, models, script
+):
+    script.relevance = lambda question, doc: 0.9  # the judge would pass anything it is shown
+    run = ask("How do I start the beta service?", models, prefilter_similarity=0.99)
+
+    grades = payloads(run, "grade")
+    assert grades and all(g["prefiltered"] and not g["passed"] for g in grades)
+    assert grades[0]["score"] == 0 and "below the pre-filter 0.99" in grades[0]["reasoning"]
+    assert not any("relevance" in call.lower() for call in script.calls)
+    assert run.status == QueryRun.Status.REFUSED  # nothing passed: the honest fallback
+
+    kept = ask("How do I start the beta service?", models, prefilter_similarity=0.0)
+    assert not any(g["prefiltered"] for g in payloads(kept, "grade"))
+    assert kept.status == QueryRun.Status.ANSWERED
