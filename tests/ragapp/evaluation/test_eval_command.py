@@ -142,5 +142,13 @@ def test_clear_errors_for_a_bad_file_an_empty_knowledge_base_and_bad_flags(golde
         run(golden, "--retrieval-only")
     with pytest.raises(CommandError, match="at least 1"):
         run(golden, "--k", "0")
+    with pytest.raises(CommandError, match="at least 1"):
+        run(golden, "--sample", "0")
     with pytest.raises(CommandError, match="Cannot read the report"):
         run(golden, "--compare", tmp_path / "none.json")
+
+
+def test_a_sample_spreads_over_the_file(golden, tmp_path, knowledge_base):
+    run(golden, "--retrieval-only", "--sample", "2", "--output", tmp_path / "s")
+    report = json.loads((tmp_path / "s" / "report.json").read_text())
+    assert [item["id"] for item in report["items"]] == ["beta-port", "alpha-config"]
