@@ -342,6 +342,9 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "ragapp.api.http.api_exception_handler",
     "URL_FORMAT_OVERRIDE": None,  # content negotiation by the Accept header only
+    # Client addresses (for rate limits) come from the socket unless trusted proxies are named:
+    # otherwise anyone could pick their own address with X-Forwarded-For.
+    "NUM_PROXIES": env_int("DJANGO_NUM_PROXIES", 0),
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
 SPECTACULAR_SETTINGS = {

@@ -123,7 +123,7 @@ def requested_seq(request: HttpRequest, channel: str) -> int | None:
     raw = request.headers.get("Last-Event-ID") or request.GET.get("lastEventId") or ""
     for part in raw.split(","):
         name, _, seq = part.rpartition(":")
-        if name == channel and seq.isdigit():
+        if name == channel and seq.isascii() and seq.isdigit() and len(seq) <= 12:
             return int(seq)
     return None
 
@@ -139,9 +139,17 @@ def run_event_stream(
     """
     channel = channel_for(run_id)
     resume = requested_seq(request, channel)
-    if resume is None and after is not None:
-        request.META["HTTP_LAST_EVENT_ID"] = f"{channel}:{after}"
+    if resume is None:
         resume = after
+    # django-eventstream parses these itself; hand it one well-formed value (or none), so a
+    # malformed header cannot become an error stream, nor a forged `es-meta` token a 500.
+    request.GET = request.GET.copy()
+    for name in ("es-meta", "lastEventId"):
+        request.GET.pop(name, None)
+    if resume is None:
+        request.META.pop("HTTP_LAST_EVENT_ID", None)
+    else:
+        request.META["HTTP_LAST_EVENT_ID"] = f"{channel}:{resume}"
     release_connection()  # the stream may stay open for minutes: do not hold a pooled connection
     response = events(request, channels=[channel])
     if response.streaming:

@@ -62,9 +62,15 @@ class VectorRetriever:
         self.embeddings = embeddings
         self.per_document_cap = per_document_cap
 
-    def search(self, query: str, *, k: int) -> list[RetrievedDoc]:
-        """The k nearest chunks (at most `per_document_cap` from one document)."""
-        depth = k * CANDIDATE_FACTOR if self.per_document_cap else k
+    def search(self, query: str, *, k: int, depth: int | None = None) -> list[RetrievedDoc]:
+        """The k nearest chunks (at most `per_document_cap` from one document).
+
+        `depth` is how many candidates to rank first (default: `k * CANDIDATE_FACTOR` with a
+        cap); the evaluation passes the graph's own depth so it measures the same ranking.
+        """
+        if depth is None:
+            depth = k * CANDIDATE_FACTOR if self.per_document_cap else k
+        depth = max(depth, k)
         hits = chunk_vector_search(query=query, embeddings=self.embeddings, k=depth)
         docs = [_as_doc(hit.chunk, hit.similarity) for hit in hits]
         return per_document(docs, cap=self.per_document_cap, k=k)
@@ -82,9 +88,9 @@ class HybridRetriever:
         self.text_weight = text_weight
         self.per_document_cap = per_document_cap
 
-    def search(self, query: str, *, k: int) -> list[RetrievedDoc]:
+    def search(self, query: str, *, k: int, depth: int | None = None) -> list[RetrievedDoc]:
         """The k best chunks by fused rank; similarity is still the cosine similarity."""
-        depth = k * CANDIDATE_FACTOR
+        depth = max(depth or k * CANDIDATE_FACTOR, k)
         vector = self.embeddings.embed_query(query)
         dense = chunk_vector_search(query=query, embeddings=self.embeddings, k=depth, vector=vector)
         lexical = self._text_search(query, depth, vector)

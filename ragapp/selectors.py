@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db import DatabaseError, connection, models, transaction
 
 from ragapp.models import Chunk, Document, EmbeddingIndex, QueryRun
@@ -88,6 +89,9 @@ def database_status() -> dict:
     return {"status": "ok"}
 
 
+HEALTH_INDEX_CACHE_KEY = "rag:health:index"
+
+
 def system_health() -> dict:
     """Database, knowledge base and providers at a glance, building no model client.
 
@@ -102,7 +106,12 @@ def system_health() -> dict:
     index = None
     if database["status"] == "ok":
         try:
-            index = knowledge_base_stats()
+            # Counting every chunk is cheap for docs-sized tables but not free at a million,
+            # and anyone may call the health check: count at most every few seconds.
+            index = cache.get(HEALTH_INDEX_CACHE_KEY)
+            if index is None:
+                index = knowledge_base_stats()
+                cache.set(HEALTH_INDEX_CACHE_KEY, index, 10)
         except DatabaseError as exc:  # e.g. migrations not applied yet
             database = {"status": "error", "error": type(exc).__name__}
     models_ready = providers["embedding"]["ready"] and providers["chat"]["ready"]
@@ -136,8 +145,19 @@ def run_events_list(*, run: QueryRun, after: int = 0) -> list:
 
 
 def run_is_finished(run: QueryRun) -> bool:
-    """Whether the run has ended (answered, refused or failed): its trace will not grow."""
+    """Whether the run has ended: answered, refused or failed."""
     return run.status in (QueryRun.Status.ANSWERED, QueryRun.Status.REFUSED, QueryRun.Status.FAILED)
+
+
+def run_trace_complete(run: QueryRun) -> bool:
+    """Whether the run's trace will not grow: its `done` is stored, or it ended unstarted.
+
+    The status turns final a moment before `done` is written, so the status alone would let a
+    reader stop one event short.
+    """
+    if not run_is_finished(run):
+        return False
+    return run.events.filter(kind="done").exists() or not run.events.exists()
 
 
 def recent_runs(*, user, limit: int = 10) -> list:

@@ -24,3 +24,15 @@ class TokenObtainThrottle(SimpleRateThrottle):
 
     def get_cache_key(self, request, view):
         return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
+
+
+class TokenUsernameThrottle(TokenObtainThrottle):
+    """Password attempts per username, from any number of addresses (RAG_API_TOKEN_RATE)."""
+
+    scope = "token-user"
+
+    def get_cache_key(self, request, view):
+        username = request.data.get("username") if hasattr(request.data, "get") else None
+        if not isinstance(username, str) or not username:
+            return None  # nothing to guess at; the serializer rejects the request
+        return self.cache_format % {"scope": self.scope, "ident": username.lower()[:150]}

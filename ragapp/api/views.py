@@ -34,11 +34,15 @@ from ragapp.api.serializers import (
     RunFilterSerializer,
     RunSerializer,
 )
-from ragapp.api.throttles import RunCreationThrottle, TokenObtainThrottle
+from ragapp.api.throttles import (
+    RunCreationThrottle,
+    TokenObtainThrottle,
+    TokenUsernameThrottle,
+)
 from ragapp.eventstream import channel_for, event_message, requested_seq, run_event_stream
 from ragapp.selectors import (
     run_events_list,
-    run_is_finished,
+    run_trace_complete,
     runs_search,
     runs_visible_to,
     system_health,
@@ -187,12 +191,12 @@ class RunEventsView(SseCapableMixin, APIView):
         if self.wants_stream(request):
             resume = requested_seq(request, channel_for(run.pk))
             resume = after if resume is None else resume
-            if run_is_finished(run) and not run_events_list(run=run, after=resume):
+            if run_trace_complete(run) and not run_events_list(run=run, after=resume):
                 # 204 tells an EventSource to stop reconnecting: there is nothing more to send.
                 return HttpResponse(status=204)
             return run_event_stream(request._request, run.pk, after=after, close_on_done=True)
         events = [event_message(event) for event in run_events_list(run=run, after=after)]
-        finished = run_is_finished(run)
+        finished = run_trace_complete(run)
         body = {"run": run.pk, "status": run.status, "finished": finished, "events": events}
         return Response(body)
 
@@ -235,4 +239,4 @@ class RunFeedbackView(APIView):
 class TokenView(ObtainAuthToken):
     """Exchange a username and password for the user's API token (created on first use)."""
 
-    throttle_classes = [TokenObtainThrottle]
+    throttle_classes = [TokenObtainThrottle, TokenUsernameThrottle]

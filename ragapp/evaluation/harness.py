@@ -7,6 +7,7 @@ through the real graph with the configured providers, stored as a run of the eva
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -23,11 +24,12 @@ from ragapp.evaluation.metrics import (
 )
 from ragapp.models import Evaluation, QueryRun
 from ragapp.providers import get_embeddings
-from ragapp.retrieval import build_retriever
+from ragapp.retrieval import CANDIDATE_FACTOR, build_retriever
 from ragapp.runner import execute_run
 from ragapp.services import run_create
 
 MRR_DEPTH = 10
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -52,6 +54,7 @@ class QuestionResult:
     relevance_other: list[float] = field(default_factory=list)
     expected_graded: int = 0
     expected_passed: int = 0
+    prefiltered: int = 0
     broadened: bool = False
     refined: bool = False
     total_ms: float | None = None
@@ -106,7 +109,12 @@ def evaluate(
     for item in items:
         result = _retrieval(item, retriever, k)
         if full:
-            _answer(item, result, evaluation)
+            try:
+                _answer(item, result, evaluation)
+            except Exception as exc:  # the run row says failed; the evaluation goes on
+                logger.exception("evaluation question %s failed", item.id)
+                result.status = QueryRun.Status.FAILED
+                result.error = f"{type(exc).__name__}: {exc}"
         results.append(result)
         if on_result is not None:
             on_result(result)
@@ -115,7 +123,10 @@ def evaluate(
 
 def _retrieval(item: GoldenItem, retriever, k: int) -> QuestionResult:
     started = time.perf_counter()
-    docs = retriever.search(item.question, k=max(k, MRR_DEPTH))
+    # The graph ranks RAG_TOP_K * CANDIDATE_FACTOR candidates; ranking exactly as many here makes
+    # the first RAG_TOP_K results the very chunks its first retrieval gets.
+    depth = settings.RAG_TOP_K * CANDIDATE_FACTOR
+    docs = retriever.search(item.question, k=max(k, MRR_DEPTH), depth=depth)
     elapsed = (time.perf_counter() - started) * 1000
     ranked = [doc.source_path for doc in docs]
     return QuestionResult(
@@ -155,6 +166,9 @@ def _answer(item: GoldenItem, result: QuestionResult, evaluation: Evaluation | N
         if event.kind == "broaden":
             result.broadened = True
         elif event.kind == "grade":
+            if event.payload.get("prefiltered"):
+                result.prefiltered += 1
+                continue  # rejected by the embedding pre-filter: no judge gave this score
             path = event.payload["document"]["source_path"]
             score = event.payload["score"]
             if any(source_matches(path, name) for name in item.sources):

@@ -63,6 +63,7 @@ def _answer_metrics(results: list[QuestionResult], answerable: list[QuestionResu
             "expected_chunks_graded": graded,
             "expected_chunks_passed": passed,
             "survival_rate": passed / graded if graded else None,
+            "prefiltered_chunks": sum(r.prefiltered for r in results),
             "relevance_expected": [s for r in results for s in r.relevance_expected],
             "relevance_other": [s for r in results for s in r.relevance_other],
         },
@@ -73,7 +74,12 @@ def _answer_metrics(results: list[QuestionResult], answerable: list[QuestionResu
             "refused": sum(1 for r in results if r.status == "refused"),
             "failed": sum(1 for r in results if r.status == "failed"),
         },
-        "refusal": refusal_scores((r.answerable, r.refused) for r in finished),
+        # Failed runs neither answered nor refused; they are left out here and counted in
+        # rates.failed.
+        "refusal": {
+            **refusal_scores((r.answerable, r.refused) for r in finished),
+            "failed_left_out": len(results) - len(finished),
+        },
         "faithfulness": {
             **_spread([r.faithfulness_score for r in results]),
             "scores": [r.faithfulness_score for r in results if r.faithfulness_score is not None],

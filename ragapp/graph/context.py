@@ -19,7 +19,7 @@ class Retriever(Protocol):
 
     mode: str
 
-    def search(self, query: str, *, k: int) -> list[RetrievedDoc]: ...
+    def search(self, query: str, *, k: int, depth: int | None = None) -> list[RetrievedDoc]: ...
 
 
 @dataclass(frozen=True)

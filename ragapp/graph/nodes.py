@@ -103,7 +103,7 @@ def grade_docs(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
 
 def _grade_one(ctx: GraphContext, question: str, doc: RetrievedDoc) -> DocGrade:
     floor = ctx.limits.prefilter_similarity
-    if doc.similarity < floor:
+    if floor and doc.similarity < floor:
         # A model call costs seconds on a CPU; a chunk this far from the question in embedding
         # space was never judged relevant on the golden sets (docs/evaluation.md).
         return DocGrade(

@@ -143,6 +143,11 @@ class Command(BaseCommand):
             for label, value in headline(report):
                 self.stdout.write(f"  {label:<22} {fmt(value):>10}")
         else:
+            if baseline.get("k") != report["k"]:
+                self.stdout.write(
+                    f"  note: the earlier report used k={baseline.get('k')}, this one k="
+                    f"{report['k']}; recall@k is not comparable"
+                )
             self.stdout.write(f"  {'metric':<22} {'before':>10} {'now':>10} {'change':>10}")
             for row in compare(report, baseline):
                 mark = {True: "  better", False: "  worse", None: ""}[row["better"]]

@@ -7,6 +7,15 @@ from ragapp.providers import chat, embeddings, local_llm
 pytestmark = pytest.mark.django_db
 
 
+@pytest.fixture(autouse=True)
+def no_cached_counts():
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+    cache.clear()
+
+
 @pytest.fixture
 def no_model_may_be_built(monkeypatch):
     def refuse(*args, **kwargs):

@@ -182,3 +182,59 @@ def test_a_token_is_exchanged_for_username_and_password_and_throttled(users, set
     throttled = client.post("/api/token", {"username": "owner", "password": PASSWORD})
     assert throttled.status_code == 429 and "Retry-After" in throttled
     cache.clear()
+
+
+def test_password_guessing_is_limited_per_username_and_forwarded_for_is_not_trusted(
+    users, settings
+):
+    from django.core.cache import cache
+
+    cache.clear()
+    settings.RAG_API_TOKEN_RATE = "3/min"
+    client = APIClient()
+    # Different addresses, one username: the per-username limit holds.
+    for n in range(3):
+        wrong = client.post(
+            "/api/token", {"username": "owner", "password": "x"}, REMOTE_ADDR=f"10.0.0.{n}"
+        )
+        assert wrong.status_code == 400
+    assert (
+        client.post(
+            "/api/token", {"username": "owner", "password": PASSWORD}, REMOTE_ADDR="10.0.0.9"
+        ).status_code
+        == 429
+    )
+    # One address claiming to be many through X-Forwarded-For: the per-address limit holds.
+    cache.clear()
+    codes = [
+        client.post(
+            "/api/token",
+            {"username": f"user{n}", "password": "x"},
+            HTTP_X_FORWARDED_FOR=f"192.0.2.{n}",
+        ).status_code
+        for n in range(4)
+    ]
+    assert codes == [400, 400, 400, 429]
+    cache.clear()
+
+
+def test_the_trace_is_finished_only_once_done_is_stored(users):
+    from ragapp.services import run_finish, run_start
+
+    run = run_start(run=run_create(query="q", owner=users["owner"]))
+    TraceEvent.objects.create(run=run, seq=1, kind="retrieve", payload={})
+    run_finish(
+        run=run,
+        status="answered",
+        answer="a",
+        faithfulness_score=0.9,
+        hallucination_risk="low",
+        iteration_count=1,
+        correction_count=0,
+        response_metadata={},
+    )
+    url = f"/api/runs/{run.pk}/events"
+    owner = token_client(users["owner"])
+    assert owner.get(url).json()["finished"] is False  # answered, but `done` is not written yet
+    TraceEvent.objects.create(run=run, seq=2, kind="done", payload={"status": "answered"})
+    assert owner.get(url).json()["finished"] is True

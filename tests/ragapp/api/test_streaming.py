@@ -76,6 +76,14 @@ def test_the_events_endpoint_resumes_live_and_says_204_when_there_is_nothing_lef
     finished = client.get(events_url, headers=SSE, params={"after": total})
     assert finished.status_code == 204
 
+    # Malformed resume points and a forged es-meta token are ignored, never an error stream.
+    odd = {**SSE, "Last-Event-ID": f"run-{run_id}:\u00b2,junk".encode()}
+    with client.stream(
+        "GET", events_url, headers=odd, params={"after": total - 1, "es-meta": "forged"}
+    ) as response:
+        assert response.status_code == 200
+        assert [e["kind"] for e in sse_events(response)] == ["done"]
+
 
 def test_streams_keep_the_ownership_rules(server, django_user_model):
     client = api_client(server)

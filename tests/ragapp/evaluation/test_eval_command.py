@@ -152,3 +152,28 @@ def test_a_sample_spreads_over_the_file(golden, tmp_path, knowledge_base):
     run(golden, "--retrieval-only", "--sample", "2", "--output", tmp_path / "s")
     report = json.loads((tmp_path / "s" / "report.json").read_text())
     assert [item["id"] for item in report["items"]] == ["beta-port", "alpha-config"]
+
+
+def test_one_question_crashing_does_not_lose_the_evaluation(
+    golden, tmp_path, knowledge_base, fake_chat, monkeypatch
+):
+    from ragapp.evaluation import harness
+
+    real = harness.execute_run
+
+    def crash_on_alpha(run, **kwargs):
+        if "alpha" in run.query:
+            raise RuntimeError("the model server went away")
+        return real(run, **kwargs)
+
+    monkeypatch.setattr(harness, "execute_run", crash_on_alpha)
+    run(golden, "--output", tmp_path / "out")
+
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    items = {item["id"]: item for item in report["items"]}
+    assert items["alpha-config"]["status"] == "failed"
+    assert items["alpha-config"]["error"] == "RuntimeError: the model server went away"
+    assert items["beta-port"]["status"] == "answered"
+    assert report["rates"]["failed"] == pytest.approx(1 / 3)
+    assert report["refusal"]["failed_left_out"] == 1
+    assert Evaluation.objects.get().finished_at is not None
