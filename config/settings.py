@@ -304,6 +304,9 @@ RAG_ANSWER_CONFIDENCE_THRESHOLD = env_float(
 RAG_RELEVANCE_PREFILTER = env_float(
     "RAG_RELEVANCE_PREFILTER", 0.25 if RAG_EMBEDDING_PROVIDER == "local" else 0.0, maximum=1.0
 )
+# The local 1.5B judge answered "high" risk on 12 of 14 answers, even with score 1.0 and
+# reasoning that the documents clearly state it (docs/evaluation.md): only the score decides.
+RAG_FAITHFULNESS_RISK_VETO = env_bool("RAG_FAITHFULNESS_RISK_VETO", RAG_CHAT_PROVIDER != "local")
 RAG_GRADE_CONCURRENCY = env_int("RAG_GRADE_CONCURRENCY", 4, minimum=1)
 # Hybrid (dense + full-text, fused) and one chunk per document measured best on both golden
 # sets (docs/evaluation.md): recall@5 0.871 -> 0.939 on the PostgreSQL manual.

@@ -32,6 +32,7 @@ def limits_from_settings() -> GraphLimits:
         answer_confidence_threshold=settings.RAG_ANSWER_CONFIDENCE_THRESHOLD,
         grade_concurrency=settings.RAG_GRADE_CONCURRENCY,
         prefilter_similarity=settings.RAG_RELEVANCE_PREFILTER,
+        risk_veto=settings.RAG_FAITHFULNESS_RISK_VETO,
     )
 
 

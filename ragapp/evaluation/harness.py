@@ -88,6 +88,8 @@ def settings_snapshot() -> dict:
         "RAG_RELEVANCE_THRESHOLD",
         "RAG_ANSWER_CONFIDENCE_THRESHOLD",
         "RAG_MIN_RELEVANT_DOCS",
+        "RAG_RELEVANCE_PREFILTER",
+        "RAG_FAITHFULNESS_RISK_VETO",
         "RAG_CHUNK_SIZE",
         "RAG_CHUNK_OVERLAP",
         "RAG_HNSW_EF_SEARCH",

@@ -50,6 +50,8 @@ class GraphLimits:
     grade_concurrency: int = 4
     # Chunks less similar than this to the question are rejected without asking the judge.
     prefilter_similarity: float = 0.0
+    # Whether a "high" hallucination risk vetoes an answer whose score passes.
+    risk_veto: bool = True
 
 
 @dataclass

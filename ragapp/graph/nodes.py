@@ -218,9 +218,12 @@ def grade_answer(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
         problematic_claims=list(verdict.problematic_claims),
         refinement_suggestion=verdict.refinement_suggestion or "",
         reasoning=verdict.reasoning,
-        # A "high" risk contradicts a high score; either one failing means not faithful.
+        # With the veto, a "high" risk next to a high score counts as not faithful. A judge
+        # whose risk field is noise (the local 1.5B model says "high" even with score 1.0 and
+        # "the documents clearly state") turns it off, and the score alone decides, as in the
+        # design article.
         faithful=score >= ctx.limits.answer_confidence_threshold
-        and verdict.hallucination_risk != "high",
+        and not (ctx.limits.risk_veto and verdict.hallucination_risk == "high"),
     )
     ctx.emitter.emit(
         EventKind.GRADE_ANSWER,

@@ -61,6 +61,7 @@ class FakeScript:
     generate: Callable[[str, list[str]], str] = _default_generate
     refine: Callable[[str, list[str]], str] = lambda answer, claims: answer + " (refined)"
     broaden: Callable[[str, str], str] = _default_broaden
+    risk: Callable[[float], str] | None = None  # score -> risk; None: derived from the score
     invalid_output_for: set[str] = field(default_factory=set)  # schema names answering garbage
     calls: list[str] = field(default_factory=list)  # task names, in call order
 
@@ -155,6 +156,8 @@ class FakeChatModel(BaseChatModel):
                 self.script.faithfulness(answer.group(1) if answer else "", _DOC.findall(prompt))
             )
             risk = "low" if score >= 0.8 else "medium" if score >= 0.5 else "high"
+            if self.script.risk is not None:
+                risk = self.script.risk(score)
             return AnswerFaithfulness(
                 reasoning="scripted",
                 problematic_claims=[] if risk == "low" else ["an unsupported claim"],

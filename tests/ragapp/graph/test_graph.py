@@ -201,3 +201,19 @@ def test_the_embedding_prefilter_rejects_distant_chunks_without_a_model_call(
     kept = ask("How do I start the beta service?", models, prefilter_similarity=0.0)
     assert not any(g["prefiltered"] for g in payloads(kept, "grade"))
     assert kept.status == QueryRun.Status.ANSWERED
+
+
+@pytest.mark.parametrize("models", ["structured"], indirect=True)
+def test_the_risk_veto_decides_whether_a_high_risk_overrules_a_passing_score(
+    knowledge_base, models, script
+):
+    script.relevance = lambda question, doc: 0.9 if "beta" in doc.lower() else 0.1
+    script.risk = lambda score: "high"  # a judge whose risk field contradicts its score
+
+    vetoed = ask("How do I start the beta service?", models, risk_veto=True)
+    scored = ask("How do I start the beta service?", models, risk_veto=False)
+
+    assert vetoed.status == QueryRun.Status.REFUSED
+    assert payloads(vetoed, "grade_answer")[0]["faithful"] is False
+    assert scored.status == QueryRun.Status.ANSWERED
+    assert payloads(scored, "grade_answer")[0]["faithful"] is True
