@@ -113,6 +113,26 @@ ALLOWED_HOSTS = [
     if h.strip()
 ]
 
+# --- Transport security ---------------------------------------------------------------------
+
+# Trusted reverse proxies in front of the app (0: clients connect directly). Used for client
+# addresses (rate limits) and for the scheme a proxy reports.
+NUM_PROXIES = env_int("DJANGO_NUM_PROXIES", 0)
+# Served over HTTPS (by this process or a proxy): on by default in production.
+HTTPS = env_bool("DJANGO_HTTPS", not DEBUG)
+SECURE_SSL_REDIRECT = HTTPS
+# Load balancers probe over plain HTTP inside the network; a redirect would fail their check.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if NUM_PROXIES else None
+SESSION_COOKIE_SECURE = HTTPS
+CSRF_COOKIE_SECURE = HTTPS
+SECURE_HSTS_SECONDS = env_int("DJANGO_HSTS_SECONDS", 31_536_000 if HTTPS else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = HTTPS
+SECURE_HSTS_PRELOAD = HTTPS
+CSRF_TRUSTED_ORIGINS = [
+    o.strip() for o in env_str("DJANGO_CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()
+]
+
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
@@ -347,7 +367,7 @@ REST_FRAMEWORK = {
     "URL_FORMAT_OVERRIDE": None,  # content negotiation by the Accept header only
     # Client addresses (for rate limits) come from the socket unless trusted proxies are named:
     # otherwise anyone could pick their own address with X-Forwarded-For.
-    "NUM_PROXIES": env_int("DJANGO_NUM_PROXIES", 0),
+    "NUM_PROXIES": NUM_PROXIES,
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
 SPECTACULAR_SETTINGS = {

@@ -1,8 +1,10 @@
 """Fixtures shared by the ragapp tests: a small knowledge base (fake embeddings), a live server."""
 
 import pytest
+from django.core.cache import cache
 
 from ragapp.models import Chunk, Document
+from ragapp.providers.chat import clear_chat_models_cache
 from ragapp.services import embedding_index_prepare
 from tests.ragapp.live_server import server  # noqa: F401  (a fixture)
 
@@ -35,3 +37,20 @@ def knowledge_base(db, fake_embeddings):
                 heading_path=title,
                 embedding=fake_embeddings.embed_query(f"{title}\n\n{text}"),
             )
+
+
+@pytest.fixture
+def fake_chat(settings):
+    """The scripted fake chat model, built fresh for the test."""
+    settings.RAG_CHAT_PROVIDER = "fake"
+    clear_chat_models_cache()
+    yield
+    clear_chat_models_cache()
+
+
+@pytest.fixture
+def fresh_cache():
+    """An empty default cache (rate-limit counts, cached health figures) before and after."""
+    cache.clear()
+    yield
+    cache.clear()

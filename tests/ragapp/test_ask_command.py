@@ -11,16 +11,6 @@ from ragapp.models import QueryRun
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def fake_chat(settings):
-    from ragapp.providers.chat import clear_chat_models_cache
-
-    settings.RAG_CHAT_PROVIDER = "fake"
-    clear_chat_models_cache()
-    yield
-    clear_chat_models_cache()
-
-
 # Events are published after their rows commit; a real transaction lets that happen here.
 @pytest.mark.django_db(transaction=True)
 def test_ask_prints_trace_answer_and_sources(tmp_path, fake_chat):

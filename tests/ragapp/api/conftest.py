@@ -7,7 +7,6 @@ from django.contrib.auth.hashers import make_password
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from ragapp.providers.chat import clear_chat_models_cache
 from ragapp.runner import execute_run
 from ragapp.services import run_create
 
@@ -36,14 +35,6 @@ def token_client(user) -> APIClient:
     token, _ = Token.objects.get_or_create(user=user)
     client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
     return client
-
-
-@pytest.fixture
-def fake_chat(settings):
-    settings.RAG_CHAT_PROVIDER = "fake"
-    clear_chat_models_cache()
-    yield
-    clear_chat_models_cache()
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@
 import json
 
 import pytest
-from django.core.cache import cache
 from rest_framework.test import APIClient
 
 from ragapp.models import QueryRun
@@ -13,10 +12,8 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture(autouse=True)
-def fresh_throttle_counts():
-    cache.clear()
-    yield
-    cache.clear()
+def fresh_throttle_counts(fresh_cache):
+    """Each test starts with no runs counted against the rate limit."""
 
 
 def test_a_question_is_accepted_with_the_run_and_its_urls(users):

@@ -8,12 +8,8 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture(autouse=True)
-def no_cached_counts():
-    from django.core.cache import cache
-
-    cache.clear()
-    yield
-    cache.clear()
+def no_cached_counts(fresh_cache):
+    """The health check caches its counts; each test reads its own."""
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from ragapp.models import Evaluation, QueryRun
-from ragapp.providers.chat import clear_chat_models_cache
 
 pytestmark = pytest.mark.django_db
 
@@ -44,12 +43,8 @@ def golden(tmp_path):
 
 
 @pytest.fixture
-def fake_chat(settings):
-    settings.RAG_CHAT_PROVIDER = "fake"
+def fake_chat(fake_chat, settings):
     settings.RAG_TOP_K = 2
-    clear_chat_models_cache()
-    yield
-    clear_chat_models_cache()
 
 
 def run(*args) -> str:

@@ -1,0 +1,130 @@
+"""Who may read a run: every page, API endpoint and event channel, tried as anonymous, as another
+user and as staff. Expect refused, refused, allowed; and another user's run never shows up."""
+
+import pytest
+from django.test import Client
+from rest_framework.test import APIClient
+
+from ragapp.eventstream import RunChannelManager, channel_for
+from ragapp.models import Chunk, TraceEvent
+from ragapp.services import run_create, run_finish, run_start
+
+pytestmark = pytest.mark.django_db
+
+SECRET_QUESTION = "How do I rotate the vault key for tenant 4711?"
+
+
+@pytest.fixture
+def people(django_user_model):
+    from tests.ragapp.api.conftest import _password_hash
+
+    def make(username, **extra):
+        return django_user_model.objects.create(
+            username=username, password=_password_hash(), **extra
+        )
+
+    return {"owner": make("owner"), "other": make("other"), "staff": make("staff", is_staff=True)}
+
+
+@pytest.fixture
+def owned_run(people, knowledge_base):
+    run = run_start(run=run_create(query=SECRET_QUESTION, owner=people["owner"]))
+    TraceEvent.objects.create(run=run, seq=1, kind="retrieve", node="retrieve", payload={})
+    run_finish(
+        run=run,
+        status="answered",
+        answer="Use the vault CLI.",
+        faithfulness_score=0.9,
+        hallucination_risk="low",
+        iteration_count=1,
+        correction_count=0,
+        response_metadata={"sources": []},
+    )
+    TraceEvent.objects.create(run=run, seq=2, kind="done", payload={"status": "answered"})
+    return run
+
+
+def run_urls(run):
+    """(method, url, kind) for every place that shows one run."""
+    chunk = Chunk.objects.first()
+    return [
+        ("get", f"/runs/{run.pk}/", "page"),
+        ("get", f"/runs/{run.pk}/answer/", "page"),
+        ("get", f"/runs/{run.pk}/replay/", "page"),
+        ("post", f"/runs/{run.pk}/feedback/", "page"),
+        ("get", f"/runs/{run.pk}/events/", "stream"),
+        ("get", f"/api/runs/{run.pk}", "api"),
+        ("get", f"/api/runs/{run.pk}/events", "api"),
+        ("post", f"/api/runs/{run.pk}/feedback", "api"),
+        # Not a run, but only for signed-in users:
+        ("get", f"/chunks/{chunk.pk}/", "signed-in"),
+    ]
+
+
+def call(client, method, url):
+    if method == "post":
+        data = {"rating": 1}
+        if url.startswith("/api/"):
+            return client.post(url, data, format="json")
+        return client.post(url, data)
+    return client.get(url)
+
+
+def test_anonymous_is_refused_everywhere(owned_run):
+    for method, url, kind in run_urls(owned_run):
+        client = APIClient() if kind == "api" else Client()
+        response = call(client, method, url)
+        if kind == "api":
+            assert response.status_code == 401, url
+        elif kind == "stream":
+            assert response.status_code == 403, url
+        else:
+            assert response.status_code == 302, url
+            assert response["Location"].startswith("/accounts/login/"), url
+    for url in ("/", "/history/", "/api/runs"):
+        assert Client().get(url).status_code in (302, 401), url
+
+
+def test_another_user_gets_404_for_every_place_of_the_run_and_never_sees_it_listed(
+    owned_run, people
+):
+    pages, api = Client(), APIClient()
+    pages.force_login(people["other"])
+    api.force_authenticate(people["other"])
+    for method, url, kind in run_urls(owned_run):
+        response = call(api if kind == "api" else pages, method, url)
+        expected = 200 if kind == "signed-in" else 404
+        assert response.status_code == expected, url
+    for url in ("/", "/history/", f"/history/?q={SECRET_QUESTION[:12]}"):
+        assert SECRET_QUESTION not in pages.get(url).content.decode(), url
+    assert api.get("/api/runs").json()["count"] == 0
+    assert api.get("/api/runs", {"q": "vault"}).json()["count"] == 0
+
+
+def test_staff_may_read_every_place_of_the_run(owned_run, people):
+    pages, api = Client(), APIClient()
+    pages.force_login(people["staff"])
+    api.force_authenticate(people["staff"])
+    for method, url, kind in run_urls(owned_run):
+        if method == "post" or kind == "stream":
+            continue  # feedback is the reader's own opinion; streams are checked below
+        response = call(api if kind == "api" else pages, method, url)
+        assert response.status_code == 200, url
+    # A live stream needs a real server (tests/ragapp/test_streaming.py); the decision it
+    # makes is the channel manager's.
+    assert RunChannelManager().can_read_channel(people["staff"], channel_for(owned_run.pk))
+    assert not RunChannelManager().can_read_channel(people["other"], channel_for(owned_run.pk))
+    assert SECRET_QUESTION in pages.get("/history/").content.decode()
+    assert api.get("/api/runs").json()["count"] == 1
+
+
+def test_the_owner_may_read_and_rate_their_run(owned_run, people):
+    pages, api = Client(), APIClient()
+    pages.force_login(people["owner"])
+    api.force_authenticate(people["owner"])
+    for method, url, kind in run_urls(owned_run):
+        if kind == "stream":
+            continue
+        response = call(api if kind == "api" else pages, method, url)
+        assert response.status_code in (200, 201, 302), url  # the page feedback redirects
+    assert RunChannelManager().can_read_channel(people["owner"], channel_for(owned_run.pk))
