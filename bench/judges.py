@@ -65,7 +65,7 @@ def best_threshold(values: list[float], truth: list[bool]) -> tuple[float, float
     return best[0], round(best[1], 3)
 
 
-def evaluate(model_name: str, method: str, items: list[dict]) -> dict:
+def evaluate(model_name: str, method: str, items: list[dict], kinds=("relevance", "faithfulness")):
     from django.conf import settings
 
     from ragapp.graph.context import ChatModels, Usage
@@ -82,7 +82,7 @@ def evaluate(model_name: str, method: str, items: list[dict]) -> dict:
         bounded_schemas=True,
     )
     out = {}
-    for kind in ("relevance", "faithfulness"):
+    for kind in kinds:
         subset = [item for item in items if item["kind"] == kind]
         predicted, values, truth, errors = [], [], [], 0
         started = time.perf_counter()
@@ -138,6 +138,7 @@ def main() -> dict:
     parser.add_argument(
         "--per-kind", type=int, default=0, help="use N items of each kind, half of each label"
     )
+    parser.add_argument("--kinds", nargs="+", default=["relevance", "faithfulness"])
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
@@ -150,7 +151,7 @@ def main() -> dict:
     results = {}
     for model_name in args.models:
         for method in args.methods:
-            results[f"{model_name}/{method}"] = evaluate(model_name, method, items)
+            results[f"{model_name}/{method}"] = evaluate(model_name, method, items, args.kinds)
     out = ROOT / "bench" / "out"
     out.mkdir(exist_ok=True)
     (out / "judges.json").write_text(json.dumps(results, indent=2))

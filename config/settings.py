@@ -294,7 +294,9 @@ _JUDGES = ("structured", "logprobs")
 RAG_RELEVANCE_JUDGE = env_choice(
     "RAG_RELEVANCE_JUDGE", "logprobs" if RAG_CHAT_PROVIDER == "local" else "structured", _JUDGES
 )
-RAG_FAITHFULNESS_JUDGE = env_choice("RAG_FAITHFULNESS_JUDGE", "structured", _JUDGES)
+RAG_FAITHFULNESS_JUDGE = env_choice(
+    "RAG_FAITHFULNESS_JUDGE", "structured", (*_JUDGES, "lexical")
+)
 # Only for RAG_CHAT_PROVIDER=fake: a pause before each reply, so demos and streaming tests can
 # watch a run unfold (and drop and resume the stream) instead of it finishing in milliseconds.
 RAG_FAKE_CHAT_DELAY_MS = env_int("RAG_FAKE_CHAT_DELAY_MS", 0)
@@ -315,7 +317,7 @@ RAG_RELEVANCE_THRESHOLD = env_float(
 RAG_MIN_RELEVANT_DOCS = env_int("RAG_MIN_RELEVANT_DOCS", 1, minimum=1)
 RAG_ANSWER_CONFIDENCE_THRESHOLD = env_float(
     "RAG_ANSWER_CONFIDENCE_THRESHOLD",
-    0.65 if RAG_FAITHFULNESS_JUDGE == "logprobs" else 0.80,
+    {"logprobs": 0.65, "lexical": 0.75}.get(RAG_FAITHFULNESS_JUDGE, 0.80),
     maximum=1.0,
 )
 # Chunks whose cosine similarity to the query is below this are rejected without a model call

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 
 from ragapp.graph import prompts
 from ragapp.graph.context import ChatModels, Usage
+from ragapp.graph.grounding import lexical_support
 from ragapp.graph.schemas import AnswerFaithfulness, DocumentRelevance
 from ragapp.graph.state import RetrievedDoc
 
@@ -167,6 +168,8 @@ def judge_faithfulness(
     models: ChatModels, question: str, answer: str, docs: list[RetrievedDoc], *, usage: Usage
 ) -> AnswerFaithfulness:
     """Whether the documents support every claim of `answer`, by the configured judge method."""
+    if models.faithfulness_method == "lexical":
+        return lexical_verdict(answer, docs)
     if models.faithfulness_method == "logprobs":
         p = _with_retry(
             lambda: yes_probability(
@@ -194,6 +197,33 @@ def judge_faithfulness(
         method=models.structured_method,
         task="grade_answer",
         bounded=models.bounded_schemas,
+    )
+
+
+def lexical_verdict(answer: str, docs: list[RetrievedDoc]) -> AnswerFaithfulness:
+    """The faithfulness verdict of the deterministic check in `grounding` (no model call).
+
+    The score is the share of the answer's words the documents contain, capped at 0.5 while any
+    specific (a setting, flag, number, path) appears nowhere in them; those specifics are the
+    problematic claims that refinement is asked to remove.
+    """
+    support = lexical_support(answer, [doc.text for doc in docs])
+    score = min(support.coverage, 0.5) if support.unsupported else support.coverage
+    risk = "low" if score >= 0.8 else "medium" if score >= 0.5 else "high"
+    claims = [f"{term} does not appear in the documents" for term in support.unsupported]
+    return AnswerFaithfulness(
+        reasoning=(
+            f"{support.coverage:.0%} of the answer's words appear in the documents; "
+            + (
+                f"specifics not found in them: {', '.join(support.unsupported)}"
+                if support.unsupported
+                else "every specific (setting, flag, number, path) is found in them"
+            )
+        ),
+        problematic_claims=claims[:10],
+        faithfulness_score=round(score, 3),
+        hallucination_risk=risk,
+        refinement_suggestion="" if not claims else "remove the specifics the documents lack",
     )
 
 

@@ -1,0 +1,62 @@
+"""A deterministic check that an answer's specifics come from its documents (no model call).
+
+Small local judges miss unsupported details and reject supported answers alike
+(docs/evaluation.md). What a support answer gets wrong is usually a specific: a setting name, a
+flag, a number, a path. This check lists the specifics of the answer that appear nowhere in the
+documents, and measures how much of the answer's wording the documents cover.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_CITATION = re.compile(r"\[\d{1,2}\]")
+# Specifics: `code`, --flags, SETTING_NAMES, numbers, dotted.names and snake_case words.
+_SPECIFIC = re.compile(
+    r"`[^`\n]+`|(?<![\w-])--?[a-z][\w-]*|\b[A-Z][A-Z0-9_]{2,}\b|\b\d[\d.,:%]*\d\b|\b\d{2,}\b"
+    r"|\b\w+\.\w+\b|\b\w*_\w+\b"
+)
+_WORD = re.compile(r"[a-z0-9][a-z0-9_.-]*")
+_SPACE = re.compile(r"\s+")
+_STOP = frozenset(
+    "the a an and or of to in on for is are be by with as at it its this that from your you "
+    "can do does not no if then when which what how use used using than into so only also any "
+    "each all more most one two per there their these those will would should may must has "
+    "have had was were been being but about".split()
+)
+
+
+@dataclass(frozen=True)
+class Support:
+    """How well the documents cover an answer."""
+
+    coverage: float  # share of the answer's content words found in the documents, 0 to 1
+    unsupported: tuple[str, ...]  # specifics of the answer found nowhere in the documents
+
+
+def _normal(text: str) -> str:
+    return _SPACE.sub(" ", text.casefold())
+
+
+def _contains(source: str, term: str) -> bool:
+    """Whether `term` occurs in `source` as a whole token: 15 is not in 150, nor RAG_X in RAG_XY."""
+    before = r"(?<![\w-])" if term[0].isalnum() or term[0] == "-" else ""
+    after = r"(?![\w])(?![.,]\d)" if term[-1].isalnum() else ""
+    return re.search(before + re.escape(term) + after, source) is not None
+
+
+def lexical_support(answer: str, documents: list[str]) -> Support:
+    """The answer's word coverage by `documents`, and its specifics they do not contain."""
+    source = _normal(" ".join(documents))
+    body = _CITATION.sub(" ", answer)
+    unsupported = []
+    for match in _SPECIFIC.findall(body):
+        term = _normal(match.strip("`").strip())
+        if term and not _contains(source, term) and term not in unsupported:
+            unsupported.append(term)
+    words = [w for w in _WORD.findall(body.casefold()) if len(w) > 2 and w not in _STOP]
+    known = set(_WORD.findall(source))
+    stems = {w[:5] for w in known if len(w) > 4}
+    covered = sum(1 for w in words if w in known or (len(w) > 4 and w[:5] in stems))
+    return Support(coverage=covered / len(words) if words else 1.0, unsupported=tuple(unsupported))
