@@ -294,9 +294,7 @@ _JUDGES = ("structured", "logprobs")
 RAG_RELEVANCE_JUDGE = env_choice(
     "RAG_RELEVANCE_JUDGE", "logprobs" if RAG_CHAT_PROVIDER == "local" else "structured", _JUDGES
 )
-RAG_FAITHFULNESS_JUDGE = env_choice(
-    "RAG_FAITHFULNESS_JUDGE", "structured", (*_JUDGES, "lexical")
-)
+RAG_FAITHFULNESS_JUDGE = env_choice("RAG_FAITHFULNESS_JUDGE", "structured", (*_JUDGES, "lexical"))
 # Only for RAG_CHAT_PROVIDER=fake: a pause before each reply, so demos and streaming tests can
 # watch a run unfold (and drop and resume the stream) instead of it finishing in milliseconds.
 RAG_FAKE_CHAT_DELAY_MS = env_int("RAG_FAKE_CHAT_DELAY_MS", 0)
