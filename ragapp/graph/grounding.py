@@ -41,7 +41,7 @@ def _normal(text: str) -> str:
 
 def _contains(source: str, term: str) -> bool:
     """Whether `term` occurs in `source` as a whole token: 15 is not in 150, nor RAG_X in RAG_XY."""
-    before = r"(?<![\w-])" if term[0].isalnum() or term[0] == "-" else ""
+    before = r"(?<![\w-])" if term[0] == "-" else r"(?<![\w.])" if term[0].isalnum() else ""
     after = r"(?![\w])(?![.,]\d)" if term[-1].isalnum() else ""
     return re.search(before + re.escape(term) + after, source) is not None
 

@@ -47,3 +47,9 @@ def test_the_verdict_caps_the_score_while_a_specific_is_unsupported():
     assert bad.faithfulness_score <= 0.5 and bad.hallucination_risk != "low"
     assert bad.problematic_claims == ["900 does not appear in the documents"]
     assert "900" in bad.reasoning
+
+
+def test_a_specific_inside_a_hyphenated_name_is_found():
+    docs = ["The default model is qwen2.5-coder-1.5b, run by llama.cpp."]
+    assert lexical_support("It uses the 1.5b model via llama.cpp.", docs).unsupported == ()
+    assert lexical_support("It uses the 0.5b model.", docs).unsupported == ("0.5b",)
