@@ -41,8 +41,15 @@ def knowledge_base(db, fake_embeddings):
 
 @pytest.fixture
 def fake_chat(settings):
-    """The scripted fake chat model, built fresh for the test."""
+    """The scripted fake chat model, built fresh for the test, with its scripted faithfulness judge.
+
+    The faithfulness settings derived from the provider at start-up (the local defaults, as no
+    key is set in tests) are put back to what RAG_CHAT_PROVIDER=fake gives a fresh process.
+    """
     settings.RAG_CHAT_PROVIDER = "fake"
+    settings.RAG_FAITHFULNESS_JUDGE = "structured"
+    settings.RAG_ANSWER_CONFIDENCE_THRESHOLD = 0.80
+    settings.RAG_FAITHFULNESS_RISK_VETO = True
     clear_chat_models_cache()
     yield
     clear_chat_models_cache()
