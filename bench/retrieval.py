@@ -275,7 +275,7 @@ def main(argv=None) -> list[dict]:
     parser.add_argument("--sizes", default="10000,100000,1000000")
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--ef", default="10,20,40,80,160")
-    parser.add_argument("--ef-default", type=int, default=40)
+    parser.add_argument("--ef-default", type=int, default=100)  # RAG_HNSW_EF_SEARCH
     parser.add_argument("--m", type=int, default=16)
     parser.add_argument("--ef-construction", type=int, default=64)
     parser.add_argument("--seed-max", type=int, default=100_000)
