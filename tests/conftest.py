@@ -27,8 +27,13 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):
 
 @pytest.fixture(autouse=True)
 def fake_embeddings(settings):
-    """Every test uses the deterministic fake embedder unless it asks for another."""
+    """Every test uses the deterministic fake embedder unless it asks for another.
+
+    The pre-filter threshold is derived from the embedder at start-up (0.25 is MiniLM's scale);
+    with the fake embedder a fresh process has it off, and so do the tests.
+    """
     settings.RAG_EMBEDDING_PROVIDER = "fake"
+    settings.RAG_RELEVANCE_PREFILTER = 0.0
     clear_embeddings_cache()
     yield get_embeddings()
     clear_embeddings_cache()
