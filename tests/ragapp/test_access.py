@@ -15,20 +15,8 @@ SECRET_QUESTION = "How do I rotate the vault key for tenant 4711?"
 
 
 @pytest.fixture
-def people(django_user_model):
-    from tests.ragapp.api.conftest import _password_hash
-
-    def make(username, **extra):
-        return django_user_model.objects.create(
-            username=username, password=_password_hash(), **extra
-        )
-
-    return {"owner": make("owner"), "other": make("other"), "staff": make("staff", is_staff=True)}
-
-
-@pytest.fixture
-def owned_run(people, knowledge_base):
-    run = run_start(run=run_create(query=SECRET_QUESTION, owner=people["owner"]))
+def owned_run(users, knowledge_base):
+    run = run_start(run=run_create(query=SECRET_QUESTION, owner=users["owner"]))
     TraceEvent.objects.create(run=run, seq=1, kind="retrieve", node="retrieve", payload={})
     run_finish(
         run=run,
@@ -86,11 +74,11 @@ def test_anonymous_is_refused_everywhere(owned_run):
 
 
 def test_another_user_gets_404_for_every_place_of_the_run_and_never_sees_it_listed(
-    owned_run, people
+    owned_run, users
 ):
     pages, api = Client(), APIClient()
-    pages.force_login(people["other"])
-    api.force_authenticate(people["other"])
+    pages.force_login(users["other"])
+    api.force_authenticate(users["other"])
     for method, url, kind in run_urls(owned_run):
         response = call(api if kind == "api" else pages, method, url)
         expected = 200 if kind == "signed-in" else 404
@@ -101,10 +89,10 @@ def test_another_user_gets_404_for_every_place_of_the_run_and_never_sees_it_list
     assert api.get("/api/runs", {"q": "vault"}).json()["count"] == 0
 
 
-def test_staff_may_read_every_place_of_the_run(owned_run, people):
+def test_staff_may_read_every_place_of_the_run(owned_run, users):
     pages, api = Client(), APIClient()
-    pages.force_login(people["staff"])
-    api.force_authenticate(people["staff"])
+    pages.force_login(users["staff"])
+    api.force_authenticate(users["staff"])
     for method, url, kind in run_urls(owned_run):
         if method == "post" or kind == "stream":
             continue  # feedback is the reader's own opinion; streams are checked below
@@ -112,19 +100,19 @@ def test_staff_may_read_every_place_of_the_run(owned_run, people):
         assert response.status_code == 200, url
     # A live stream needs a real server (tests/ragapp/test_streaming.py); the decision it
     # makes is the channel manager's.
-    assert RunChannelManager().can_read_channel(people["staff"], channel_for(owned_run.pk))
-    assert not RunChannelManager().can_read_channel(people["other"], channel_for(owned_run.pk))
+    assert RunChannelManager().can_read_channel(users["staff"], channel_for(owned_run.pk))
+    assert not RunChannelManager().can_read_channel(users["other"], channel_for(owned_run.pk))
     assert SECRET_QUESTION in pages.get("/history/").content.decode()
     assert api.get("/api/runs").json()["count"] == 1
 
 
-def test_the_owner_may_read_and_rate_their_run(owned_run, people):
+def test_the_owner_may_read_and_rate_their_run(owned_run, users):
     pages, api = Client(), APIClient()
-    pages.force_login(people["owner"])
-    api.force_authenticate(people["owner"])
+    pages.force_login(users["owner"])
+    api.force_authenticate(users["owner"])
     for method, url, kind in run_urls(owned_run):
         if kind == "stream":
             continue
         response = call(api if kind == "api" else pages, method, url)
         assert response.status_code in (200, 201, 302), url  # the page feedback redirects
-    assert RunChannelManager().can_read_channel(people["owner"], channel_for(owned_run.pk))
+    assert RunChannelManager().can_read_channel(users["owner"], channel_for(owned_run.pk))

@@ -1,32 +1,11 @@
-"""Users, API clients and real runs (scripted fake models) for the API tests."""
-
-import functools
+"""API clients and real runs (scripted fake models) for the API tests."""
 
 import pytest
-from django.contrib.auth.hashers import make_password
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from ragapp.runner import execute_run
 from ragapp.services import run_create
-
-PASSWORD = "pw-api-tests-123"
-
-
-@functools.cache
-def _password_hash() -> str:
-    # PBKDF2 takes about 0.4 s here; hashing once keeps every test's setup fast.
-    return make_password(PASSWORD)
-
-
-@pytest.fixture
-def users(django_user_model):
-    def make(username, **extra):
-        return django_user_model.objects.create(
-            username=username, password=_password_hash(), **extra
-        )
-
-    return {"owner": make("owner"), "other": make("other"), "staff": make("staff", is_staff=True)}
 
 
 def token_client(user) -> APIClient:

@@ -8,7 +8,8 @@ from rest_framework.test import APIClient
 
 from ragapp.models import Feedback, QueryRun, TraceEvent
 from ragapp.services import run_create
-from tests.ragapp.api.conftest import PASSWORD, token_client
+from tests.ragapp.api.conftest import token_client
+from tests.ragapp.conftest import PASSWORD
 
 pytestmark = pytest.mark.django_db
 
