@@ -1,4 +1,5 @@
-# The app image: Python 3.12, dependencies from uv.lock, served by uvicorn.
+# The app image: Python 3.12, dependencies from uv.lock. One image for every service of
+# docker-compose.yml: web (uvicorn), worker (celery) and the one-shot migrate/ingest.
 FROM python:3.12-slim
 
 ENV PYTHONUNBUFFERED=1 \
@@ -11,6 +12,9 @@ WORKDIR /app
 COPY pyproject.toml uv.lock .python-version ./
 RUN uv sync --frozen --no-dev --no-install-project
 COPY . .
+# Static files are collected into the image and served by WhiteNoise from every web process.
+ENV DJANGO_STATIC_ROOT=/app/staticfiles
+RUN DJANGO_SECRET_KEY=build-only python manage.py collectstatic --noinput -v 0
 
 # PostgreSQL refuses to run as root, and nothing here needs root at run time.
 RUN useradd --create-home app && mkdir -p /app/.data && chown -R app /app/.data

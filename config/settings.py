@@ -8,9 +8,11 @@ import contextlib
 import os
 import secrets
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+from psycopg_pool import ConnectionPool
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -77,6 +79,25 @@ def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
     if value not in choices:
         raise ImproperlyConfigured(f"{name}={value!r} must be one of: {', '.join(choices)}")
     return value
+
+
+def redis_connection(url: str) -> dict:
+    """redis.Redis keyword arguments for a redis:// or rediss:// URL."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("redis", "rediss") or not parts.hostname:
+        raise ImproperlyConfigured(f"RAG_REDIS_URL must be redis://host:port/db, not {url!r}")
+    db = parts.path.strip("/") or "0"
+    if not db.isdigit():
+        raise ImproperlyConfigured(f"RAG_REDIS_URL: the database must be a number, not {db!r}")
+    return {
+        "host": parts.hostname,
+        "port": parts.port or 6379,
+        "db": int(db),
+        "username": unquote(parts.username) if parts.username else None,
+        "password": unquote(parts.password) if parts.password else None,
+        "ssl": parts.scheme == "rediss",
+        "socket_connect_timeout": 5,
+    }
 
 
 # --- Paths -------------------------------------------------------------------------------------
@@ -187,7 +208,16 @@ DATABASE_URL = os.environ.get("DATABASE_URL", "").strip()
 # worker threads, and persistent per-thread connections exhausted the server's 100 slots at 200
 # concurrent streams (bench/sse.py). Pooled, a process never holds more than this many.
 RAG_DB_POOL_SIZE = env_int("RAG_DB_POOL_SIZE", 20, minimum=2)
-_POOL = {"pool": {"min_size": 2, "max_size": RAG_DB_POOL_SIZE, "timeout": 30}}
+# Every connection is checked as it leaves the pool (one round trip): after a database restart,
+# the pooled connections are dead, and the next request must get a fresh one, not a 500.
+_POOL = {
+    "pool": {
+        "min_size": 2,
+        "max_size": RAG_DB_POOL_SIZE,
+        "timeout": 30,
+        "check": ConnectionPool.check_connection,
+    }
+}
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0)}
     DATABASES["default"].setdefault("OPTIONS", {}).update(_POOL)
@@ -345,11 +375,48 @@ RAG_MAX_QUERY_CHARS = env_int("RAG_MAX_QUERY_CHARS", 4000, minimum=10)
 
 # --- Runs and streaming -------------------------------------------------------------------
 
+# Where runs execute: `thread` (worker threads in each web process, the embedded default) or
+# `celery` (workers of a Celery queue on Redis; needs RAG_REDIS_URL).
+RAG_EXECUTOR = env_choice("RAG_EXECUTOR", "thread", ("thread", "celery"))
 # Runs execute on this many worker threads per web process; more submissions queue.
 RAG_MAX_CONCURRENT_RUNS = env_int("RAG_MAX_CONCURRENT_RUNS", 2, minimum=1)
+# Redis, for several processes: the Celery broker, the live trace fan-out between processes, and
+# the shared cache (throttle counts). Empty: one process, nothing shared.
+RAG_REDIS_URL = env_str("RAG_REDIS_URL", "")
+if RAG_EXECUTOR == "celery" and not RAG_REDIS_URL:
+    raise ImproperlyConfigured("RAG_EXECUTOR=celery needs RAG_REDIS_URL (the Celery broker).")
+# A process executing runs marks them alive this often; a running run whose mark is older than
+# RAG_RUN_STALE_SECONDS lost its process (killed, crashed) and is failed by any other process.
+RAG_RUN_HEARTBEAT_SECONDS = env_float("RAG_RUN_HEARTBEAT_SECONDS", 5.0, minimum=0.1)
+RAG_RUN_STALE_SECONDS = env_float("RAG_RUN_STALE_SECONDS", 60.0, minimum=1.0)
+if RAG_RUN_STALE_SECONDS < 2 * RAG_RUN_HEARTBEAT_SECONDS:
+    raise ImproperlyConfigured(
+        "RAG_RUN_STALE_SECONDS must be at least twice RAG_RUN_HEARTBEAT_SECONDS, or live runs "
+        "would be failed between two heartbeats."
+    )
+# A run still queued after this long will not start (its queue or process was lost): it fails.
+RAG_RUN_QUEUE_TIMEOUT_SECONDS = env_float("RAG_RUN_QUEUE_TIMEOUT_SECONDS", 900.0, minimum=1.0)
 # The live trace: one eventstream channel per run, read from the TraceEvent table itself.
 EVENTSTREAM_STORAGE_CLASS = "ragapp.eventstream.TraceEventStorage"
 EVENTSTREAM_CHANNELMANAGER_CLASS = "ragapp.eventstream.RunChannelManager"
+if RAG_REDIS_URL:
+    # django-eventstream relays events through Redis pub/sub only when this setting exists.
+    EVENTSTREAM_REDIS = redis_connection(RAG_REDIS_URL)
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": RAG_REDIS_URL,
+        }
+    }
+# Celery (RAG_EXECUTOR=celery): the broker is RAG_REDIS_URL; runs are never retried by the queue
+# (a lost run is failed by the heartbeat check instead of being executed twice).
+CELERY_BROKER_URL = RAG_REDIS_URL
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_ACKS_LATE = False
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+CELERY_TASK_DEFAULT_QUEUE = "rag-runs"
 
 # --- The JSON API (Django REST framework) ------------------------------------------------------
 

@@ -1,6 +1,13 @@
 from django.apps import AppConfig
+from django.conf import settings
 
 
 class RagappConfig(AppConfig):
     name = "ragapp"
     verbose_name = "Documentation assistant"
+
+    def ready(self):
+        if getattr(settings, "EVENTSTREAM_REDIS", None):
+            from ragapp.eventstream_redis import install
+
+            install(settings.EVENTSTREAM_REDIS)

@@ -9,8 +9,10 @@ stored twice, and nothing expires after 24 hours as with the library's DjangoMod
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 
+from asgiref.sync import sync_to_async
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import connection
 from django.http import HttpRequest, HttpResponse
@@ -18,10 +20,13 @@ from django_eventstream import send_event
 from django_eventstream.channelmanager import DefaultChannelManager
 from django_eventstream.event import Event
 from django_eventstream.storage import EventDoesNotExist, StorageBase
+from django_eventstream.utils import make_id, sse_encode_event
 from django_eventstream.views import events
 
 from ragapp.models import TraceEvent
 from ragapp.selectors import run_visible_to
+
+logger = logging.getLogger(__name__)
 
 CHANNEL_PREFIX = "run-"
 
@@ -54,8 +59,15 @@ def event_message(event: TraceEvent) -> dict:
 
 
 def publish(event: TraceEvent) -> None:
-    """Send a stored trace event to the run's subscribers."""
-    send_event(channel_for(event.run_id), event.kind, event_message(event))
+    """Send a stored trace event to the run's live subscribers, in this and other processes.
+
+    The event is already stored; if it cannot be relayed (Redis restarting), the run goes on and
+    open streams catch up from the database once the relay is back (ragapp/eventstream_redis.py).
+    """
+    try:
+        send_event(channel_for(event.run_id), event.kind, event_message(event))
+    except Exception as exc:
+        logger.warning("event %s of run %s not relayed live: %s", event.seq, event.run_id, exc)
 
 
 def release_connection() -> None:
@@ -169,12 +181,35 @@ def _seq_of(block: str, channel: str) -> int | None:
     return None
 
 
+def stored_blocks(channel: str, after: int, before: int) -> str:
+    """The SSE blocks of a run's stored events with after < seq < before, in order."""
+    run_id = run_id_of(channel)
+    if run_id is None:
+        return ""
+    try:
+        rows = list(
+            TraceEvent.objects.filter(run_id=run_id, seq__gt=after, seq__lt=before).order_by("seq")
+        )
+    finally:
+        release_connection()
+    return "".join(
+        sse_encode_event(
+            row.kind,
+            json.dumps(event_message(row), cls=DjangoJSONEncoder),
+            event_id=make_id({channel: row.seq}),
+        )
+        for row in rows
+    )
+
+
 async def once_in_order(stream, channel: str, last_seq: int, *, close_on_done: bool = False):
-    """Pass SSE blocks through, dropping any event whose seq was already sent on this connection.
+    """Pass SSE blocks through so that each event is sent exactly once, in seq order.
 
     django-eventstream reads stored events on connect and then relays live ones; an event
-    committed during that read can arrive both ways. Seqs make the repair exact: each one is
-    sent once, in increasing order. With `close_on_done`, the stream ends after `done`.
+    committed during that read can arrive both ways, so one whose seq was already sent is dropped.
+    A live event can also arrive with a gap before it (its predecessor was published while the
+    Redis relay was away): the missing ones are read from the database and sent first. With
+    `close_on_done`, the stream ends after `done`.
     """
     pending = ""
     try:
@@ -187,6 +222,8 @@ async def once_in_order(stream, channel: str, last_seq: int, *, close_on_done: b
                 if seq is not None:
                     if seq <= last_seq:
                         continue
+                    if seq > last_seq + 1:
+                        out.append(await sync_to_async(stored_blocks)(channel, last_seq, seq))
                     last_seq = seq
                 out.append(block + "\n\n")
                 if close_on_done and block.startswith("event: done\n"):

@@ -1,8 +1,11 @@
 """Where runs execute: outside the request, so a run finishes even if every browser leaves.
 
-The embedded default is a bounded pool of worker threads in the web process
-(`RAG_MAX_CONCURRENT_RUNS`); submissions beyond the bound wait in the pool's queue, they are
-never rejected. A distributed task queue can replace it behind the same `submit` method.
+Two executors behind one `submit(run_id)` method, chosen by RAG_EXECUTOR:
+- `thread` (the embedded default): a bounded pool of worker threads in the web process
+  (RAG_MAX_CONCURRENT_RUNS); submissions beyond the bound wait in the pool's queue.
+- `celery`: a task on a Celery queue (Redis broker), executed by `celery worker` processes on any
+  machine. The web processes then only accept runs and stream their traces.
+Either way the run itself is executed by `execute_queued_run`, under a heartbeat.
 """
 
 from __future__ import annotations
@@ -10,11 +13,17 @@ from __future__ import annotations
 import logging
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Protocol
 
 from django.conf import settings
 from django.db import close_old_connections, connections
 
 logger = logging.getLogger(__name__)
+
+
+class RunExecutor(Protocol):
+    def submit(self, run_id) -> object:
+        """Have the queued run `run_id` executed, eventually, somewhere."""
 
 
 class ThreadRunExecutor:
@@ -24,37 +33,77 @@ class ThreadRunExecutor:
         self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="rag-run")
 
     def submit(self, run_id) -> Future:
-        """Queue the run `run_id` for execution."""
-        return self._pool.submit(_execute, run_id)
+        return self._pool.submit(execute_queued_run, run_id)
 
     def shutdown(self, wait: bool = True) -> None:
         """Stop taking runs (tests, process exit)."""
         self._pool.shutdown(wait=wait)
 
 
-def _execute(run_id) -> None:
+class CeleryRunExecutor:
+    """Sends queued runs to the Celery workers through the broker."""
+
+    def submit(self, run_id) -> None:
+        from ragapp.tasks import execute_run_task
+
+        try:
+            # The broker may be restarting: retry briefly, then give up visibly.
+            execute_run_task.apply_async(
+                args=[str(run_id)],
+                retry=True,
+                retry_policy={"max_retries": 3, "interval_start": 0.2, "interval_step": 0.5},
+            )
+        except Exception as exc:
+            logger.exception("could not queue run %s", run_id)
+            _fail_unqueued(run_id, f"The run could not be queued: {type(exc).__name__}: {exc}")
+
+
+def _fail_unqueued(run_id, error: str) -> None:
+    from ragapp.events import EventKind, RunEmitter
     from ragapp.eventstream import publish
+    from ragapp.models import QueryRun
+    from ragapp.services import run_fail
+
+    run = QueryRun.objects.get(pk=run_id)
+    run_fail(run=run, error=error)
+    emitter = RunEmitter(run, [publish])
+    emitter.emit(EventKind.ERROR, {"message": error})
+    emitter.emit(EventKind.DONE, {"status": str(run.status)})
+
+
+def execute_queued_run(run_id) -> None:
+    """Execute the queued run `run_id` on this thread, publishing its events as they happen."""
+    from ragapp.eventstream import publish
+    from ragapp.liveness import executing
     from ragapp.models import QueryRun
     from ragapp.runner import execute_run
 
     close_old_connections()
     try:
         run = QueryRun.objects.get(pk=run_id)
-        execute_run(run, subscribers=[publish])
+        if run.status != QueryRun.Status.QUEUED:
+            # Delivered twice, or failed while it waited (lost queue): never run it again.
+            logger.warning("run %s is %s, not queued: not executing it", run_id, run.status)
+            return
+        with executing(run.pk):
+            execute_run(run, subscribers=[publish])
     except Exception:  # execute_run records failures itself; this is a bug net, never silent
         logger.exception("executing run %s crashed", run_id)
     finally:
         connections.close_all()  # this worker thread's connections; idle threads hold none
 
 
-_executor: ThreadRunExecutor | None = None
+_executor: RunExecutor | None = None
 _lock = threading.Lock()
 
 
-def get_executor() -> ThreadRunExecutor:
-    """This process's run executor, created on first use."""
+def get_executor() -> RunExecutor:
+    """This process's run executor (RAG_EXECUTOR), created on first use."""
     global _executor
     with _lock:
         if _executor is None:
-            _executor = ThreadRunExecutor(settings.RAG_MAX_CONCURRENT_RUNS)
+            if settings.RAG_EXECUTOR == "celery":
+                _executor = CeleryRunExecutor()
+            else:
+                _executor = ThreadRunExecutor(settings.RAG_MAX_CONCURRENT_RUNS)
         return _executor

@@ -139,11 +139,22 @@ class QueryRun(models.Model):
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     started_at = models.DateTimeField(null=True, blank=True)
+    # Refreshed every RAG_RUN_HEARTBEAT_SECONDS by the process executing the run; a running run
+    # whose heartbeat stops lost that process (ragapp/liveness.py).
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
-        indexes = [models.Index(fields=["owner", "-created_at"], name="run_owner_created")]
+        indexes = [
+            models.Index(fields=["owner", "-created_at"], name="run_owner_created"),
+            # The liveness check looks for unfinished runs only: keep that index small.
+            models.Index(
+                fields=["status"],
+                name="run_unfinished",
+                condition=models.Q(status__in=["queued", "running"]),
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.query[:80]

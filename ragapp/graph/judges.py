@@ -22,6 +22,7 @@ from ragapp.graph.context import ChatModels, Usage
 from ragapp.graph.grounding import lexical_support
 from ragapp.graph.schemas import AnswerFaithfulness, DocumentRelevance
 from ragapp.graph.state import RetrievedDoc
+from ragapp.providers.model_errors import explained_failures
 
 logger = logging.getLogger(__name__)
 
@@ -78,7 +79,8 @@ def structured_call[T: BaseModel](
     problem: object = None
     for attempt in range(1, STRUCTURED_ATTEMPTS + 1):
         try:
-            result = runnable.invoke(messages)
+            with explained_failures(model):  # retries spent: say why, never the key
+                result = runnable.invoke(messages)
             if bounded and result.get("parsed") is not None:
                 result["parsed"] = schema.model_validate(result["parsed"])
         except (OutputParserException, ValidationError, ValueError, LengthFinishReasonError) as exc:
@@ -94,7 +96,35 @@ def structured_call[T: BaseModel](
             return parsed
         problem = result.get("parsing_error") or "no structured output"
         logger.warning("%s: invalid structured output (attempt %d): %s", task, attempt, problem)
-    raise JudgeError(f"{task}: the model returned invalid output twice ({problem})")
+    # Never a default verdict in its place: a grade nobody gave would be a lie in the trace.
+    raise JudgeError(
+        f"{task}: malformed structured output twice: neither reply of the model was a valid "
+        f"{schema.__name__} ({describe_problem(problem)})"
+    )
+
+
+PROBLEM_CHARS = 300
+
+
+def describe_problem(problem: object) -> str:
+    """A one-line, bounded account of why a structured reply was rejected."""
+    if isinstance(problem, OutputParserException) and isinstance(
+        problem.__cause__, ValidationError
+    ):
+        problem = problem.__cause__
+    if isinstance(problem, ValidationError):
+        errors = problem.errors(include_url=False)
+        text = "; ".join(
+            f"{'.'.join(str(part) for part in error['loc']) or 'reply'}: {error['msg']}"
+            for error in errors[:4]
+        )
+        first = errors[0].get("input") if errors else None
+        if isinstance(first, str) and first:
+            text += f"; the reply began {first[:80]!r}"
+    else:
+        text = str(problem)
+    text = " ".join(text.split())
+    return text if len(text) <= PROBLEM_CHARS else text[: PROBLEM_CHARS - 1] + "…"
 
 
 def text_call(
@@ -106,7 +136,8 @@ def text_call(
 ) -> str:
     """Ask `model` for free text (at most `max_tokens` tokens, when given)."""
     runnable = model.bind(max_tokens=max_tokens) if max_tokens else model
-    message = runnable.invoke(messages)
+    with explained_failures(model):
+        message = runnable.invoke(messages)
     usage.add(model_name(model), message)
     content = message.content
     if isinstance(content, list):  # some servers return content parts
@@ -118,7 +149,8 @@ def text_call(
 
 def yes_probability(model: BaseChatModel, messages: list[BaseMessage], *, usage: Usage) -> float:
     """P(yes) / (P(yes) + P(no)) for the model's first answer token."""
-    message = model.bind(logprobs=True, top_logprobs=10, max_tokens=1).invoke(messages)
+    with explained_failures(model):
+        message = model.bind(logprobs=True, top_logprobs=10, max_tokens=1).invoke(messages)
     usage.add(model_name(model), message)
     content = (message.response_metadata.get("logprobs") or {}).get("content") or []
     if not content:

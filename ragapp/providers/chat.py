@@ -29,7 +29,14 @@ def chat_model_names() -> dict[str, str]:
 def get_chat_models() -> ChatModels:
     """The configured chat models, built once per process."""
     names = chat_model_names()
-    key = (settings.RAG_CHAT_PROVIDER, tuple(sorted(names.items())))
+    key = (
+        settings.RAG_CHAT_PROVIDER,
+        tuple(sorted(names.items())),
+        # What the clients are built with: a change means new clients, not stale ones.
+        settings.OPENAI_BASE_URL,
+        settings.RAG_LLM_TIMEOUT,
+        settings.RAG_LLM_MAX_RETRIES,
+    )
     with _lock:
         if key not in _cache:
             _cache[key] = _build(settings.RAG_CHAT_PROVIDER, names)

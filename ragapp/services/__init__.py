@@ -10,6 +10,8 @@ from ragapp.services.runs import (
     run_finish,
     run_start,
     run_submit,
+    runs_fail_lost,
+    runs_heartbeat,
 )
 
 __all__ = [
@@ -24,4 +26,6 @@ __all__ = [
     "run_finish",
     "run_start",
     "run_submit",
+    "runs_fail_lost",
+    "runs_heartbeat",
 ]

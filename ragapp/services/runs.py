@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from ragapp.models import QueryRun
@@ -69,7 +72,8 @@ def _move(run: QueryRun, target: str, **fields) -> QueryRun:
 
 def run_start(*, run: QueryRun) -> QueryRun:
     """queued -> running."""
-    return _move(run, Status.RUNNING, started_at=timezone.now())
+    now = timezone.now()
+    return _move(run, Status.RUNNING, started_at=now, heartbeat_at=now)
 
 
 def run_finish(
@@ -105,6 +109,61 @@ def run_fail(*, run: QueryRun, error: str, response_metadata: dict | None = None
     if response_metadata is not None:
         fields["response_metadata"] = response_metadata
     return _move(run, Status.FAILED, **fields)
+
+
+def runs_heartbeat(*, run_ids) -> int:
+    """Mark the running runs `run_ids` as alive now; return how many were marked."""
+    if not run_ids:
+        return 0
+    return QueryRun.objects.filter(pk__in=list(run_ids), status=Status.RUNNING).update(
+        heartbeat_at=timezone.now()
+    )
+
+
+def runs_fail_lost(*, publish=None) -> list[QueryRun]:
+    """Fail the runs whose process is gone, saying why; return them.
+
+    A running run whose heartbeat is older than RAG_RUN_STALE_SECONDS lost the process executing
+    it (killed, crashed, its machine gone); a run queued longer than
+    RAG_RUN_QUEUE_TIMEOUT_SECONDS lost its queue. Each gets an `error` then a `done` event after
+    the events it already has, so its stream closes and its trace says what happened. Any process
+    may call this: the conditional status update lets exactly one of them fail each run.
+    """
+    from ragapp.events import EventKind, RunEmitter
+
+    now = timezone.now()
+    stale = now - timedelta(seconds=settings.RAG_RUN_STALE_SECONDS)
+    unfinished = QueryRun.objects.filter(status__in=(Status.QUEUED, Status.RUNNING))
+    lost = unfinished.filter(
+        Q(status=Status.RUNNING, heartbeat_at__lt=stale)
+        | Q(status=Status.RUNNING, heartbeat_at__isnull=True, started_at__lt=stale)
+        | Q(
+            status=Status.QUEUED,
+            created_at__lt=now - timedelta(seconds=settings.RAG_RUN_QUEUE_TIMEOUT_SECONDS),
+        )
+    )
+    failed = []
+    for run in lost.only("pk", "status", "heartbeat_at", "started_at", "created_at"):
+        if run.status == Status.RUNNING:
+            seen = run.heartbeat_at or run.started_at
+            error = (
+                "The process executing this run stopped (no heartbeat for "
+                f"{(now - seen).total_seconds():.0f} s): it was killed or crashed."
+            )
+        else:
+            error = (
+                f"The run never started: it waited in the queue for more than "
+                f"{settings.RAG_RUN_QUEUE_TIMEOUT_SECONDS:.0f} s."
+            )
+        try:
+            run_fail(run=run, error=error)
+        except IllegalTransition:
+            continue  # it finished, or another process failed it, meanwhile
+        emitter = RunEmitter(run, [publish] if publish else None)
+        emitter.emit(EventKind.ERROR, {"message": error})
+        emitter.emit(EventKind.DONE, {"status": str(Status.FAILED)})
+        failed.append(run)
+    return failed
 
 
 def feedback_submit(*, run: QueryRun, user, rating: int, comment: str = ""):

@@ -159,3 +159,28 @@ def test_submissions_beyond_the_worker_bound_queue_and_all_finish(settings, tmp_
     statuses = {QueryRun.objects.get(pk=run.pk).status for run in runs}
     assert statuses == {QueryRun.Status.ANSWERED}
     clear_chat_models_cache()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_gap_in_the_live_events_is_filled_from_the_database_in_order():
+    """An event published while the Redis relay was away is read back before its successor."""
+    import asyncio
+
+    from ragapp.eventstream import channel_for, once_in_order
+
+    run = run_create(query="How do I restart the worker?")
+    for seq, kind in enumerate(["retrieve", "grade", "grade", "grade_docs"], 1):
+        TraceEvent.objects.create(run=run, seq=seq, kind=kind, payload={"n": seq})
+    channel = channel_for(run.pk)
+
+    async def source():  # 2 and 3 never arrived live
+        yield f"event: retrieve\nid: {channel}:1\ndata: {{}}\n\n"
+        yield f"event: grade_docs\nid: {channel}:4\ndata: {{}}\n\n"
+
+    async def collect():
+        return "".join([chunk async for chunk in once_in_order(source(), channel, 0)])
+
+    text = asyncio.run(collect())
+    ids = [line for line in text.splitlines() if line.startswith("id:")]
+    assert ids == [f"id: {channel}:{seq}" for seq in (1, 2, 3, 4)]
+    assert '"payload": {"n": 2}' in text and '"payload": {"n": 3}' in text

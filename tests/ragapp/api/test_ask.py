@@ -3,6 +3,7 @@
 import json
 
 import pytest
+from django.test import override_settings
 from rest_framework.test import APIClient
 
 from ragapp.models import QueryRun
@@ -126,3 +127,23 @@ def test_throttling_can_be_switched_off(users, settings):
     client = token_client(users["owner"])
     codes = {client.post("/api/rag", {"query": "q"}, format="json").status_code for _ in range(25)}
     assert codes == {202}
+
+
+def test_a_cache_outage_lets_runs_through_and_refuses_password_attempts(users, settings):
+    settings.RAG_API_RUN_RATE = "2/min"
+    # RAG_REDIS_URL makes Redis the throttles' cache; here nothing listens on its port.
+    unreachable = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": "redis://127.0.0.1:9/0",
+        }
+    }
+    with override_settings(CACHES=unreachable):
+        client = token_client(users["owner"])
+        codes = {client.post("/api/rag", {"query": "q"}, format="json").status_code for _ in "abc"}
+        attempt = APIClient().post(
+            "/api/token", {"username": "owner", "password": "wrong"}, format="json"
+        )
+    assert codes == {202}  # uncounted rather than refused: the outage is not the user's fault
+    assert attempt.status_code == 429  # no uncounted password guessing
+    assert attempt["Retry-After"] == "5"

@@ -1,0 +1,163 @@
+"""What a chat model call's failure says once the OpenAI client's retries are spent.
+
+The openai SDK retries timeouts, connection errors, 408/409/429 and 5xx by itself
+(`RAG_LLM_MAX_RETRIES` times, exponential backoff with jitter from 0.5 s, honouring Retry-After up
+to two minutes). What escapes it is final. `explained_failures` turns that into a `ChatModelError`
+whose message says, in words, what went wrong, where, and after how many attempts, with the API
+key and any bearer token scrubbed from it. The SDK's exception is dropped (`from None`) so that
+no traceback logged later can carry a server's echo of the key.
+"""
+
+from __future__ import annotations
+
+import re
+from contextlib import contextmanager
+
+import openai
+
+DETAIL_CHARS = 200
+_BEARER = re.compile(r"(?i)bearer\s+[A-Za-z0-9._~+/=-]+")
+_SECRET_LIKE = re.compile(r"\bsk-[A-Za-z0-9_\-]{6,}")
+
+
+class ChatModelError(Exception):
+    """A chat model call failed for good; the message is safe to store and to show."""
+
+    def __init__(self, message: str, *, kind: str, attempts: int | None = None):
+        super().__init__(message)
+        self.kind = kind  # timeout | connection | rate_limit | server_error | http_error | invalid
+        self.attempts = attempts
+
+
+def redact(text: str, secrets: tuple[str, ...] = ()) -> str:
+    """`text` without the given secrets, bearer tokens or sk-... keys."""
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, "[redacted]")
+    text = _BEARER.sub("Bearer [redacted]", text)
+    return _SECRET_LIKE.sub("[redacted]", text)
+
+
+def describe(
+    exc: openai.APIError, *, model: str, timeout: float | None, max_retries: int, secrets=()
+) -> ChatModelError:
+    """The `ChatModelError` that says what `exc` (final, from the SDK) means."""
+    request = _request_of(exc)
+    where = _safe_url(request)
+    attempts = _attempts(request)
+    counted = f" after {attempts} attempt{'s' if attempts != 1 else ''}" if attempts else ""
+    tries = f"gave up{counted} (RAG_LLM_MAX_RETRIES={max_retries})"
+
+    def error(kind: str, text: str) -> ChatModelError:
+        return ChatModelError(redact(text, secrets), kind=kind, attempts=attempts)
+
+    if isinstance(exc, openai.APITimeoutError):
+        limit = f"within {timeout:g} s (RAG_LLM_TIMEOUT)" if timeout else "in time"
+        return error(
+            "timeout", f"the chat model {model!r} at {where} did not answer {limit}; {tries}"
+        )
+    if isinstance(exc, openai.APIConnectionError):
+        cause = _short(str(_root_cause(exc))) or "no detail"
+        return error(
+            "connection",
+            f"the connection to the chat model server at {where} failed ({cause}); {tries}",
+        )
+    if isinstance(exc, openai.APIStatusError):
+        status = exc.status_code
+        detail = _status_detail(exc)
+        if status == 429:
+            wait = exc.response.headers.get("retry-after")
+            asked = f", Retry-After: {_short(wait)} s" if wait else ""
+            return error(
+                "rate_limit",
+                f"the chat model server at {where} kept refusing with HTTP 429, rate limit "
+                f"exceeded{asked} ({detail}); {tries}",
+            )
+        if status >= 500 or status in (408, 409):
+            return error(
+                "server_error",
+                f"the chat model server at {where} failed with HTTP {status} ({detail}); {tries}",
+            )
+        hint = {
+            401: "; check OPENAI_API_KEY",
+            403: "; check OPENAI_API_KEY",
+            404: "; check the model name and OPENAI_BASE_URL",
+        }.get(status, "")
+        return error(
+            "http_error",
+            f"the chat model server at {where} rejected the request for {model!r} with HTTP "
+            f"{status} ({detail}){hint}; not retried",
+        )
+    return error(
+        "invalid",
+        f"the chat model server at {where} sent an unusable response ({_short(str(exc))})",
+    )
+
+
+@contextmanager
+def explained_failures(model):
+    """Inside the block, the OpenAI client's final failure becomes a clear `ChatModelError`.
+
+    `model` is the chat model being called (a `ChatOpenAI`, or any model: others pass through).
+    """
+    try:
+        yield
+    except openai.APIError as exc:
+        key = getattr(model, "openai_api_key", None)
+        timeout = getattr(model, "request_timeout", None)
+        raise describe(
+            exc,
+            model=getattr(model, "model_name", None) or type(model).__name__,
+            timeout=timeout if isinstance(timeout, int | float) else None,
+            max_retries=getattr(model, "max_retries", None) or 0,
+            secrets=(key.get_secret_value(),) if key is not None else (),
+        ) from None
+
+
+def _request_of(exc: openai.APIError):
+    try:
+        return exc.request
+    except AttributeError:  # some subclasses set it lazily
+        return None
+
+
+def _root_cause(exc: BaseException) -> BaseException:
+    """The first exception under the SDK's (and langchain's re-raised) API errors."""
+    seen = exc
+    while isinstance(seen, openai.APIError) and (seen.__cause__ or seen.__context__):
+        seen = seen.__cause__ or seen.__context__
+    return seen
+
+
+def _attempts(request) -> int:
+    """How many attempts were made: the SDK numbers each retry in a request header."""
+    count = request.headers.get("x-stainless-retry-count") if request is not None else None
+    return int(count) + 1 if count and count.isdigit() else 0
+
+
+def _safe_url(request) -> str:
+    """The request's URL without credentials or query string."""
+    if request is None:
+        return "the configured OPENAI_BASE_URL"
+    url = request.url
+    port = f":{url.port}" if url.port else ""
+    return f"{url.scheme}://{url.host}{port}{url.path}"
+
+
+def _status_detail(exc: openai.APIStatusError) -> str:
+    body = exc.body
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        message = inner.get("message") if isinstance(inner, dict) else inner
+        if message:
+            return _short(str(message))
+    try:
+        text = exc.response.text
+    except Exception:  # a streamed body that was never read
+        text = ""
+    return _short(text) or "no detail"
+
+
+def _short(text: str | None) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= DETAIL_CHARS else text[: DETAIL_CHARS - 1] + "…"
