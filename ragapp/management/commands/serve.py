@@ -40,6 +40,13 @@ class Command(BaseCommand):
                     "No admin account yet: create one with `uv run manage.py createsuperuser`."
                 )
             )
+        if workers > 1 and not settings.RAG_REDIS_URL:
+            self.stdout.write(
+                self.style.WARNING(
+                    "--workers > 1 without RAG_REDIS_URL: a live trace only streams from the "
+                    "process that executes its run. Set RAG_REDIS_URL (docs/deployment.md)."
+                )
+            )
         self.stdout.write(f"Serving on http://{host}:{port}/ (admin at /admin/)")
         import uvicorn
 
