@@ -19,7 +19,9 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -43,6 +45,7 @@ class Topology:
         worker_concurrency: int = 4,
         env: dict[str, str] | None = None,
         docs: Path | None = ROOT / "docs",
+        verbose: bool = False,
     ):
         self.workdir = Path(workdir).resolve()
         self.web_ports = tuple(web_ports)
@@ -53,6 +56,7 @@ class Topology:
         self.processes: dict[str, subprocess.Popen] = {}
         self.logs = self.workdir / "logs"
         self.data_dir = self.workdir / "data"
+        self.verbose = verbose
 
     # --- the whole --------------------------------------------------------------------------
 
@@ -86,15 +90,21 @@ class Topology:
         self.logs.mkdir(exist_ok=True)
         try:
             self.start_redis()
+            self._say(f"Redis up on {self.redis_url}")
             self.manage("migrate", "-v", "0")
             self.manage("collectstatic", "--noinput", "-v", "0")
+            self._say(f"PostgreSQL migrated (data in {self.data_dir})")
             if self.docs is not None:
-                self.manage("ingest_docs", str(self.docs))  # unchanged files are skipped
+                self._say(f"Ingesting {self.docs} (unchanged files are skipped) ...")
+                self.manage("ingest_docs", str(self.docs))
             for port in self.web_ports:
                 self.start_web(port)
+                self._say(f"Web process up on http://127.0.0.1:{port}/")
             self.start_worker()
+            self._say("Celery worker ready")
         except BaseException:
-            self.stop()
+            with _sigint_ignored():  # a second Ctrl-C must not cut the cleanup short
+                self.stop()
             raise
         return self
 
@@ -188,6 +198,10 @@ class Topology:
             raise TopologyError("the embedded PostgreSQL was not running")
         ensure_server(self.data_dir)
 
+    def _say(self, message: str) -> None:
+        if self.verbose:
+            print(message, flush=True)
+
     def log(self, name: str) -> str:
         path = self.logs / f"{name}.log"
         return path.read_text(errors="replace") if path.exists() else ""
@@ -238,6 +252,18 @@ class Topology:
             return False
 
 
+@contextmanager
+def _sigint_ignored():
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may change signal handlers
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def _die_with_parent() -> None:
     """In the child: get SIGTERM when this script dies, even by `kill -9` (Linux only)."""
     try:
@@ -269,7 +295,7 @@ def main() -> None:
     parser.add_argument("--ports", default="8001,8002", help="web process ports, comma-separated")
     parser.add_argument("--redis-port", type=int, default=6390)
     parser.add_argument("--worker-concurrency", type=int, default=4)
-    parser.add_argument("--docs", type=Path, default=ROOT / "docs", help="ingested if empty")
+    parser.add_argument("--docs", type=Path, default=ROOT / "docs", help="ingested at start")
     args = parser.parse_args()
     ports = tuple(int(port) for port in args.ports.split(","))
     topology = Topology(
@@ -278,22 +304,32 @@ def main() -> None:
         redis_port=args.redis_port,
         worker_concurrency=args.worker_concurrency,
         docs=args.docs,
+        verbose=True,
     )
     print(f"Starting in {topology.workdir} (logs in {topology.logs}) ...", flush=True)
-    with topology:
-        print("Up:", *topology.urls, f"(Redis {topology.redis_url}); Ctrl-C stops it.", flush=True)
-        print(
-            "Create an account with: RAG_DATA_DIR="
-            f"{topology.data_dir} uv run manage.py createsuperuser",
-            flush=True,
-        )
-        try:
-            while all(p.poll() is None for p in topology.processes.values()):
-                time.sleep(1)
-            dead = [n for n, p in topology.processes.items() if p.poll() is not None]
-            print(f"Stopping: {', '.join(dead)} exited (see {topology.logs}).", file=sys.stderr)
-        except KeyboardInterrupt:
-            print("Stopping ...", flush=True)
+    try:
+        topology.start()
+    except KeyboardInterrupt:
+        print("Interrupted; everything started so far is stopped.", file=sys.stderr)
+        sys.exit(130)
+    except TopologyError as exc:
+        print(f"Could not start: {exc}", file=sys.stderr)
+        sys.exit(1)
+    print("Up:", *topology.urls, f"(Redis {topology.redis_url}); Ctrl-C stops it.", flush=True)
+    print(
+        f"Create an account: RAG_DATA_DIR={topology.data_dir} uv run manage.py createsuperuser",
+        flush=True,
+    )
+    try:
+        while all(p.poll() is None for p in topology.processes.values()):
+            time.sleep(1)
+        dead = [n for n, p in topology.processes.items() if p.poll() is not None]
+        print(f"Stopping: {', '.join(dead)} exited (see {topology.logs}).", file=sys.stderr)
+    except KeyboardInterrupt:
+        print("Stopping ...", flush=True)
+    finally:
+        with _sigint_ignored():  # a second Ctrl-C must not cut the cleanup short
+            topology.stop()
 
 
 if __name__ == "__main__":
