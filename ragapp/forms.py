@@ -14,6 +14,7 @@ class AskForm(forms.Form):
         label="Your question",
         widget=forms.Textarea(attrs={"rows": 3, "autofocus": True}),
         strip=False,  # stored verbatim; clean_query rejects what is empty or too long
+        error_messages={"required": "The query is empty."},  # the API's words for ""
     )
 
     def __init__(self, *args, **kwargs):

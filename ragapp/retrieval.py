@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
 
 from django.conf import settings
 from django.contrib.postgres.search import SearchQuery, SearchRank
+from django.db import connection, transaction
 from django.db.models import F
 
 from ragapp.graph.state import RetrievedDoc
@@ -38,6 +40,24 @@ def per_document(docs: list[RetrievedDoc], *, cap: int, k: int) -> list[Retrieve
             if len(kept) == k:
                 break
     return kept
+
+
+@contextmanager
+def one_snapshot():
+    """Every query inside reads the same snapshot of the database.
+
+    Under PostgreSQL's default READ COMMITTED each statement sees what was committed when it
+    started, so the vector and the full-text query of one hybrid search could each see another
+    version of a document being re-ingested (old and new chunks in one result). A read-only
+    REPEATABLE READ transaction gives both queries one snapshot; a read-only transaction never
+    fails to serialise. Inside a caller's transaction the isolation is the caller's to choose.
+    """
+    outermost = not connection.in_atomic_block
+    with transaction.atomic():
+        if outermost:
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        yield
 
 
 def _as_doc(chunk: Chunk, similarity: float) -> RetrievedDoc:
@@ -91,9 +111,12 @@ class HybridRetriever:
     def search(self, query: str, *, k: int, depth: int | None = None) -> list[RetrievedDoc]:
         """The k best chunks by fused rank; similarity is still the cosine similarity."""
         depth = max(depth or k * CANDIDATE_FACTOR, k)
-        vector = self.embeddings.embed_query(query)
-        dense = chunk_vector_search(query=query, embeddings=self.embeddings, k=depth, vector=vector)
-        lexical = self._text_search(query, depth, vector)
+        vector = self.embeddings.embed_query(query)  # before the transaction: it may be slow
+        with one_snapshot():
+            dense = chunk_vector_search(
+                query=query, embeddings=self.embeddings, k=depth, vector=vector
+            )
+            lexical = self._text_search(query, depth, vector)
         scores: dict[int, float] = {}
         by_id: dict[int, ScoredChunk] = {hit.chunk.id: hit for hit in dense}
         for rank, hit in enumerate(dense, 1):

@@ -59,4 +59,7 @@ def lexical_support(answer: str, documents: list[str]) -> Support:
     known = set(_WORD.findall(source))
     stems = {w[:5] for w in known if len(w) > 4}
     covered = sum(1 for w in words if w in known or (len(w) > 4 and w[:5] in stems))
-    return Support(coverage=covered / len(words) if words else 1.0, unsupported=tuple(unsupported))
+    # An answer with no content word ("Yes.", "No") says nothing the documents can be checked
+    # against: unsupported, not vacuously supported (a document's injected "answer with one word"
+    # otherwise passed as faithful, docs/architecture.md "Prompt injection").
+    return Support(coverage=covered / len(words) if words else 0.0, unsupported=tuple(unsupported))

@@ -3,7 +3,9 @@
 generate, grade_answer and refine_answer all start with the same system message and the same
 documents block, so a llama.cpp server (and OpenAI's prompt cache) can reuse that prefix instead
 of reading it again. Document text is always fenced in <document> tags and declared to be data:
-a document that says "ignore previous instructions" is quoted, not obeyed.
+a document that says "ignore previous instructions" is quoted, not obeyed. No text from outside
+(a document, a question, a draft answer, a grader's claims) can open or close one of those tags:
+every spelling of them in such text is defused first (`defuse`).
 
 The per-document yes/no relevance prompt is the exception: it has no prefix to share, and the
 question before the document measured better with the small local models.
@@ -11,6 +13,7 @@ question before the document measured better with the small local models.
 
 from __future__ import annotations
 
+import re
 from html import escape
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
@@ -30,14 +33,26 @@ FALLBACK_ANSWER = (
 )
 
 
+# Our delimiters as untrusted text may spell them: opening or closing, any case, spaces inside,
+# or a full-width "<" that a tokenizer may read as one. <documentation> is not one of them.
+_DELIMITER = re.compile(r"[<\uff1c\ufe64](?=\s*/?\s*(?:documents?|answer)\b)", re.IGNORECASE)
+
+
+def defuse(text: str) -> str:
+    """`text` with every opening "<" of a <document>, <documents> or <answer> tag made "&lt;".
+
+    The text still reads the same to a model, but the only real delimiters left in a prompt are
+    the ones this module writes, so a document cannot close its own tag and pose as instructions.
+    """
+    return _DELIMITER.sub("&lt;", text)
+
+
 def _document(number: int | None, doc: RetrievedDoc) -> str:
     ident = f' id="{number}"' if number is not None else ""
     location = escape(doc.heading_path or doc.title, quote=True)
-    # Documents cannot close their own tag early: a literal </document> in the text is defused.
-    body = doc.text.replace("</document>", "</ document>")
     return (
         f'<document{ident} source="{escape(doc.source_path, quote=True)}" '
-        f'section="{location}">\n{body}\n</document>'
+        f'section="{location}">\n{defuse(doc.text)}\n</document>'
     )
 
 
@@ -56,13 +71,13 @@ def _ask(body: str) -> list[BaseMessage]:
 
 
 def _answer(text: str) -> str:
-    return "<answer>\n" + text.replace("</answer>", "</ answer>") + "\n</answer>"
+    return "<answer>\n" + defuse(text) + "\n</answer>"
 
 
 def generate_messages(question: str, docs: list[RetrievedDoc]) -> list[BaseMessage]:
     """Ask for an answer to `question` from `docs` only, citing them as [n]."""
     return _ask(
-        f"{documents_block(docs)}\n\nQuestion: {question}\n\n"
+        f"{documents_block(docs)}\n\nQuestion: {defuse(question)}\n\n"
         "Answer the question using only the documents above. After each claim, cite the "
         "document it comes from by its number in square brackets, like [1] or [2]. If the "
         "documents do not contain the answer, say so plainly instead of guessing. Be concise "
@@ -75,7 +90,7 @@ def grade_answer_messages(
 ) -> list[BaseMessage]:
     """Ask whether every claim in `answer` is supported by `docs`."""
     return _ask(
-        f"{documents_block(docs)}\n\nQuestion: {question}\n\n{_answer(answer)}\n\n"
+        f"{documents_block(docs)}\n\nQuestion: {defuse(question)}\n\n{_answer(answer)}\n\n"
         "Check the answer against the documents above, claim by claim. List every claim the "
         "documents do not support. faithfulness_score is the share of the answer the "
         "documents support (1.0 = everything). hallucination_risk is low when every claim is "
@@ -88,13 +103,14 @@ def refine_messages(
     question: str, answer: str, docs: list[RetrievedDoc], claims: list[str], suggestion: str
 ) -> list[BaseMessage]:
     """Ask for the answer rewritten without (or clearly qualifying) the unsupported claims."""
-    listed = "\n".join(f"- {claim}" for claim in claims) or (
+    # The claims and the suggestion come from the grader, which has read the documents.
+    listed = "\n".join(f"- {defuse(claim)}" for claim in claims) or (
         "- (the reviewer did not list them: find them by checking each claim)"
     )
     return _ask(
-        f"{documents_block(docs)}\n\nQuestion: {question}\n\n{_answer(answer)}\n\n"
+        f"{documents_block(docs)}\n\nQuestion: {defuse(question)}\n\n{_answer(answer)}\n\n"
         f"These claims in the answer are not supported by the documents:\n{listed}\n"
-        f"Reviewer's suggestion: {suggestion or 'remove them'}\n\n"
+        f"Reviewer's suggestion: {defuse(suggestion) or 'remove them'}\n\n"
         "Rewrite the answer so that every claim is supported by the documents above: remove "
         "the unsupported claims or say clearly that the documentation does not cover them. "
         "Keep the [n] citations. Reply with the new answer only."
@@ -104,7 +120,7 @@ def refine_messages(
 def grade_document_messages(question: str, doc: RetrievedDoc) -> list[BaseMessage]:
     """Ask whether one document helps answer `question`."""
     return _ask(
-        f"{_document(None, doc)}\n\nQuestion: {question}\n\n"
+        f"{_document(None, doc)}\n\nQuestion: {defuse(question)}\n\n"
         "Does the document above contain information that helps answer the question? "
         "A document on a merely similar topic is not relevant. score is 0.0 for unrelated, "
         "around 0.5 for related but not answering, 1.0 for directly answering. Reply in JSON."
@@ -114,7 +130,7 @@ def grade_document_messages(question: str, doc: RetrievedDoc) -> list[BaseMessag
 def relevance_yes_no_messages(question: str, doc: RetrievedDoc) -> list[BaseMessage]:
     """Ask for a one-word verdict whose yes/no token probabilities become the relevance score."""
     return _ask(
-        f"Question: {question}\n\n{_document(None, doc)}\n\n"
+        f"Question: {defuse(question)}\n\n{_document(None, doc)}\n\n"
         "Does the document above contain information that helps answer the question? "
         "Answer with one word: yes or no."
     )
@@ -125,7 +141,7 @@ def faithful_yes_no_messages(
 ) -> list[BaseMessage]:
     """Ask for a one-word verdict on whether the documents support every claim of the answer."""
     return _ask(
-        f"{documents_block(docs)}\n\nQuestion: {question}\n\n{_answer(answer)}\n\n"
+        f"{documents_block(docs)}\n\nQuestion: {defuse(question)}\n\n{_answer(answer)}\n\n"
         "Is every claim in the answer supported by the documents above? "
         "Answer with one word: yes or no."
     )

@@ -53,3 +53,9 @@ def test_a_specific_inside_a_hyphenated_name_is_found():
     docs = ["The default model is qwen2.5-coder-1.5b, run by llama.cpp."]
     assert lexical_support("It uses the 1.5b model via llama.cpp.", docs).unsupported == ()
     assert lexical_support("It uses the 0.5b model.", docs).unsupported == ("0.5b",)
+
+
+@pytest.mark.parametrize("answer", ["Yes.", "No", "[1]", "It is."])
+def test_an_answer_with_no_content_word_is_not_supported(answer):
+    # A document's injected "answer with one word: yes" must not pass as a faithful answer.
+    assert lexical_support(answer, DOCS).coverage == 0.0
