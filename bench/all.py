@@ -25,6 +25,7 @@ QUICK = {
     "graph": ["--runs", "15", "--local-questions", "0"],
     "sse": ["--clients", "20"],
     "retrieval": ["--sizes", "10000", "--queries", "30", "--seed-queries", "2"],
+    "load": ["--quick"],
 }
 FULL = {
     "ingest": [],
@@ -32,6 +33,7 @@ FULL = {
     "sse": [],
     "retrieval": ["--sizes", "10000,100000"],
     "prompt_cache": [],
+    "load": [],
 }
 
 
@@ -91,6 +93,33 @@ def summarise(name: str, data) -> list[tuple[str, str, str, str]]:
             )
             for row in data
             if row["method"] != "exact scan"
+        ]
+    if name == "load":
+        single, multi = data["single"], data["multi"]
+        label = f"load {data['settings']['rate']:g} runs/s, {data['settings']['readers']} readers"
+        done_s, done_m = (d["runs completed (done seen)"] for d in (single, multi))
+        rate_s, rate_m = (d["runs completed per s while submitting"] for d in (single, multi))
+        ttfe_s, ttfe_m = (d["time to first event p95 ms"] or 0.0 for d in (single, multi))
+        errors = sum(multi["http errors"].values())
+        return [
+            (
+                f"{label}: multi runs completed (lost {multi['events lost']}, errors {errors})",
+                str(done_m),
+                f"single process {done_s}",
+                f"{done_m / max(done_s, 1):.2f}",
+            ),
+            (
+                f"{label}: multi runs completed per s while submitting",
+                f"{rate_m:.1f}",
+                f"single process {rate_s:.1f}",
+                f"{rate_m / max(rate_s, 1e-9):.2f}",
+            ),
+            (
+                f"{label}: multi time to first event p95 ms",
+                f"{ttfe_m:.0f}",
+                f"single process {ttfe_s:.0f}",
+                f"{ttfe_m / max(ttfe_s, 1e-9):.2f}",
+            ),
         ]
     if name == "prompt_cache":
         return [
