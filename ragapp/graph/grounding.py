@@ -23,7 +23,9 @@ _STOP = frozenset(
     "the a an and or of to in on for is are be by with as at it its this that from your you "
     "can do does not no if then when which what how use used using than into so only also any "
     "each all more most one two per there their these those will would should may must has "
-    "have had was were been being but about".split()
+    "have had was were been being but about "
+    # A verdict word is no claim the documents can back: "Yes" is grounded by what it affirms.
+    "yes true false correct right".split()
 )
 
 
@@ -46,6 +48,11 @@ def _contains(source: str, term: str) -> bool:
     return re.search(before + re.escape(term) + after, source) is not None
 
 
+def _words(text: str) -> list[str]:
+    # A word keeps inner dots and dashes (RAG_TOP_K, v1.2, ef-search), not a sentence's full stop.
+    return [w.rstrip("._-") for w in _WORD.findall(text)]
+
+
 def lexical_support(answer: str, documents: list[str]) -> Support:
     """The answer's word coverage by `documents`, and its specifics they do not contain."""
     source = _normal(" ".join(documents))
@@ -55,8 +62,8 @@ def lexical_support(answer: str, documents: list[str]) -> Support:
         term = _normal(match.strip("`").strip())
         if term and not _contains(source, term) and term not in unsupported:
             unsupported.append(term)
-    words = [w for w in _WORD.findall(body.casefold()) if len(w) > 2 and w not in _STOP]
-    known = set(_WORD.findall(source))
+    words = [w for w in _words(body.casefold()) if len(w) > 2 and w not in _STOP]
+    known = set(_words(source))
     stems = {w[:5] for w in known if len(w) > 4}
     covered = sum(1 for w in words if w in known or (len(w) > 4 and w[:5] in stems))
     # An answer with no content word ("Yes.", "No") says nothing the documents can be checked
