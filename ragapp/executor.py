@@ -59,16 +59,11 @@ class CeleryRunExecutor:
 
 
 def _fail_unqueued(run_id, error: str) -> None:
-    from ragapp.events import EventKind, RunEmitter
     from ragapp.eventstream import publish
     from ragapp.models import QueryRun
-    from ragapp.services import run_fail
+    from ragapp.services import run_abort
 
-    run = QueryRun.objects.get(pk=run_id)
-    run_fail(run=run, error=error)
-    emitter = RunEmitter(run, [publish])
-    emitter.emit(EventKind.ERROR, {"message": error})
-    emitter.emit(EventKind.DONE, {"status": str(run.status)})
+    run_abort(run=QueryRun.objects.get(pk=run_id), error=error, publish=publish)
 
 
 def execute_queued_run(run_id) -> None:

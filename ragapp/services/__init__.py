@@ -5,6 +5,7 @@ from ragapp.services.index import embedding_index_prepare, embedding_index_reemb
 from ragapp.services.runs import (
     IllegalTransition,
     feedback_submit,
+    run_abort,
     run_create,
     run_fail,
     run_finish,
@@ -21,6 +22,7 @@ __all__ = [
     "evaluation_create",
     "evaluation_finish",
     "feedback_submit",
+    "run_abort",
     "run_create",
     "run_fail",
     "run_finish",

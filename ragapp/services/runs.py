@@ -129,8 +129,6 @@ def runs_fail_lost(*, publish=None) -> list[QueryRun]:
     the events it already has, so its stream closes and its trace says what happened. Any process
     may call this: the conditional status update lets exactly one of them fail each run.
     """
-    from ragapp.events import EventKind, RunEmitter
-
     now = timezone.now()
     stale = now - timedelta(seconds=settings.RAG_RUN_STALE_SECONDS)
     unfinished = QueryRun.objects.filter(status__in=(Status.QUEUED, Status.RUNNING))
@@ -156,14 +154,26 @@ def runs_fail_lost(*, publish=None) -> list[QueryRun]:
                 f"{settings.RAG_RUN_QUEUE_TIMEOUT_SECONDS:.0f} s."
             )
         try:
-            run_fail(run=run, error=error)
+            run_abort(run=run, error=error, publish=publish)
         except IllegalTransition:
             continue  # it finished, or another process failed it, meanwhile
-        emitter = RunEmitter(run, [publish] if publish else None)
-        emitter.emit(EventKind.ERROR, {"message": error})
-        emitter.emit(EventKind.DONE, {"status": str(Status.FAILED)})
         failed.append(run)
     return failed
+
+
+def run_abort(*, run: QueryRun, error: str, publish=None) -> QueryRun:
+    """Fail a run from outside its execution: status, reason, then `error` and `done` events.
+
+    For runs whose executor is gone or never got them; a failure inside the graph is recorded by
+    the runner itself. The events follow any the run already has, so its stream closes.
+    """
+    from ragapp.events import EventKind, RunEmitter
+
+    run_fail(run=run, error=error)
+    emitter = RunEmitter(run, [publish] if publish else None)
+    emitter.emit(EventKind.ERROR, {"message": error})
+    emitter.emit(EventKind.DONE, {"status": str(Status.FAILED)})
+    return run
 
 
 def feedback_submit(*, run: QueryRun, user, rating: int, comment: str = ""):
