@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 import uuid
 
 from asgiref.sync import sync_to_async
@@ -58,15 +59,25 @@ def event_message(event: TraceEvent) -> dict:
     }
 
 
+# After a failed publish, the relay is skipped this long: a Redis outage must not slow runs down
+# event by event. Streams catch up from the database (`once_in_order`).
+RELAY_PAUSE_S = 1.0
+_relay_paused_until = 0.0
+
+
 def publish(event: TraceEvent) -> None:
     """Send a stored trace event to the run's live subscribers, in this and other processes.
 
     The event is already stored; if it cannot be relayed (Redis restarting), the run goes on and
-    open streams catch up from the database once the relay is back (ragapp/eventstream_redis.py).
+    open streams catch up from the database (ragapp/eventstream_redis.py, `once_in_order`).
     """
+    global _relay_paused_until
+    if time.monotonic() < _relay_paused_until:
+        return
     try:
         send_event(channel_for(event.run_id), event.kind, event_message(event))
     except Exception as exc:
+        _relay_paused_until = time.monotonic() + RELAY_PAUSE_S
         logger.warning("event %s of run %s not relayed live: %s", event.seq, event.run_id, exc)
 
 
@@ -181,25 +192,29 @@ def _seq_of(block: str, channel: str) -> int | None:
     return None
 
 
-def stored_blocks(channel: str, after: int, before: int) -> str:
-    """The SSE blocks of a run's stored events with after < seq < before, in order."""
+def stored_blocks(channel: str, after: int, before: int | None = None) -> list[tuple[int, str]]:
+    """(seq, SSE block) of a run's stored events with after < seq (< before), in order."""
     run_id = run_id_of(channel)
     if run_id is None:
-        return ""
+        return []
+    rows = TraceEvent.objects.filter(run_id=run_id, seq__gt=after).order_by("seq")
+    if before is not None:
+        rows = rows.filter(seq__lt=before)
     try:
-        rows = list(
-            TraceEvent.objects.filter(run_id=run_id, seq__gt=after, seq__lt=before).order_by("seq")
-        )
+        rows = list(rows)
     finally:
         release_connection()
-    return "".join(
-        sse_encode_event(
-            row.kind,
-            json.dumps(event_message(row), cls=DjangoJSONEncoder),
-            event_id=make_id({channel: row.seq}),
+    return [
+        (
+            row.seq,
+            sse_encode_event(
+                row.kind,
+                json.dumps(event_message(row), cls=DjangoJSONEncoder),
+                event_id=make_id({channel: row.seq}),
+            ),
         )
         for row in rows
-    )
+    ]
 
 
 async def once_in_order(stream, channel: str, last_seq: int, *, close_on_done: bool = False):
@@ -207,8 +222,9 @@ async def once_in_order(stream, channel: str, last_seq: int, *, close_on_done: b
 
     django-eventstream reads stored events on connect and then relays live ones; an event
     committed during that read can arrive both ways, so one whose seq was already sent is dropped.
-    A live event can also arrive with a gap before it (its predecessor was published while the
-    Redis relay was away): the missing ones are read from the database and sent first. With
+    Live events can also go missing (published while the Redis relay was away): one arriving
+    after a gap has the missing ones read from the database and sent first, and every keep-alive
+    (20 s of silence) also catches up from the database, so even a lost `done` arrives. With
     `close_on_done`, the stream ends after `done`.
     """
     pending = ""
@@ -219,15 +235,21 @@ async def once_in_order(stream, channel: str, last_seq: int, *, close_on_done: b
             out, finished = [], False
             for block in blocks:
                 seq = _seq_of(block, channel)
-                if seq is not None:
-                    if seq <= last_seq:
-                        continue
-                    if seq > last_seq + 1:
-                        out.append(await sync_to_async(stored_blocks)(channel, last_seq, seq))
-                    last_seq = seq
-                out.append(block + "\n\n")
-                if close_on_done and block.startswith("event: done\n"):
-                    finished = True
+                caught_up = []
+                if seq is not None and seq > last_seq + 1:
+                    caught_up = await sync_to_async(stored_blocks)(channel, last_seq, seq)
+                elif block.startswith("event: keep-alive\n"):
+                    caught_up = await sync_to_async(stored_blocks)(channel, last_seq)
+                for stored_seq, stored in [*caught_up, (seq, block + "\n\n")]:
+                    if stored_seq is not None:
+                        if stored_seq <= last_seq:
+                            continue
+                        last_seq = stored_seq
+                    out.append(stored)
+                    if close_on_done and stored.startswith("event: done\n"):
+                        finished = True
+                        break
+                if finished:
                     break
             if out:
                 yield "".join(out)

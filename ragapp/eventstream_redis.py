@@ -33,13 +33,17 @@ class ResilientRedisListener:
 
     async def start(self) -> None:
         from redis.asyncio import Redis
+        from redis.asyncio.retry import Retry
+        from redis.backoff import NoBackoff
 
         # django-eventstream creates this task and drops it; asyncio holds tasks only weakly, so
         # without a strong reference the garbage collector can destroy the relay mid-run.
         self._task = asyncio.current_task()
         backoff = _BACKOFF_FIRST
         while True:
-            client = Redis(**self.connection)
+            # No silent reconnection inside redis-py: a lost connection must come here, so that
+            # the streams catch up on what was published while it was down.
+            client = Redis(**self.connection, retry=Retry(NoBackoff(), 0))
             pubsub = client.pubsub()
             try:
                 await pubsub.subscribe(PUBSUB_CHANNEL)
@@ -85,8 +89,18 @@ class ResilientRedisListener:
 
 
 def install(connection: dict) -> None:
-    """Replace django-eventstream's Redis relay of this process with the resilient one."""
-    from django_eventstream.views import get_listener_manager
+    """Make this process's Redis relay resilient: the listener here, a fail-fast publisher.
 
+    The library's publishing client retries a refused connection with backoff inside redis-py
+    (about 4 s per event); a run would crawl through a Redis outage. Its events are stored
+    anyway and streams catch up, so publishing fails at once instead (see `publish`).
+    """
+    import django_eventstream.eventstream as library
+    import redis
+    from django_eventstream.views import get_listener_manager
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+
+    library.redis_client = redis.Redis(**connection, retry=Retry(NoBackoff(), 0))
     manager = get_listener_manager()
     manager.redis_listener = ResilientRedisListener(manager, connection)

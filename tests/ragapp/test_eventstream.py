@@ -184,3 +184,31 @@ def test_a_gap_in_the_live_events_is_filled_from_the_database_in_order():
     ids = [line for line in text.splitlines() if line.startswith("id:")]
     assert ids == [f"id: {channel}:{seq}" for seq in (1, 2, 3, 4)]
     assert '"payload": {"n": 2}' in text and '"payload": {"n": 3}' in text
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_keep_alive_catches_up_a_lost_done_and_closes_the_stream():
+    """The last events were never relayed: the next keep-alive reads them from the database."""
+    import asyncio
+
+    from ragapp.eventstream import channel_for, once_in_order
+
+    run = run_create(query="How do I restart the worker?")
+    for seq, kind in enumerate(["retrieve", "answer", "done"], 1):
+        TraceEvent.objects.create(run=run, seq=seq, kind=kind, payload={"n": seq})
+    channel = channel_for(run.pk)
+
+    async def source():
+        yield f"event: retrieve\nid: {channel}:1\ndata: {{}}\n\n"
+        yield "event: keep-alive\ndata:\n\n"
+        yield "event: keep-alive\ndata:\n\n"  # never reached: the stream closed after done
+
+    async def collect():
+        stream = once_in_order(source(), channel, 0, close_on_done=True)
+        return "".join([chunk async for chunk in stream])
+
+    text = asyncio.run(collect())
+    ids = [line for line in text.splitlines() if line.startswith("id:")]
+    assert ids == [f"id: {channel}:{seq}" for seq in (1, 2, 3)]
+    assert "keep-alive" not in text  # closed at done, before passing the keep-alive on
+    assert text.rstrip().split("\n\n")[-1].startswith("event: done\n")
