@@ -1,5 +1,6 @@
 """A real uvicorn server over the test database, for streaming and browser tests."""
 
+import json
 import os
 import socket
 import subprocess
@@ -91,3 +92,25 @@ def signed_in(base: str, username: str = "alice", password: str = "pw-alice-123"
         headers={"Referer": base + "/accounts/login/"},
     )
     return client
+
+
+def read_closed_stream(response: httpx.Response, timeout_s: float = 60) -> tuple[list[dict], str]:
+    """A stream the server closes: its events (`event` plus the JSON data), and its raw text.
+
+    Keep-alives and stream-open are left out. Fails when the server does not close the stream
+    within `timeout_s` (keep-alives would otherwise hold it open forever).
+    """
+    events, kind, data, raw = [], None, None, []
+    deadline = time.monotonic() + timeout_s
+    for line in response.iter_lines():
+        assert time.monotonic() < deadline, f"the stream did not close; got {events}"
+        raw.append(line)
+        if line.startswith("event:"):
+            kind = line.split(":", 1)[1].strip()
+        elif line.startswith("data:"):
+            data = line.split(":", 1)[1].strip()
+        elif line == "":
+            if kind not in (None, "keep-alive", "stream-open"):
+                events.append({"event": kind, **json.loads(data)})
+            kind, data = None, None
+    return events, "\n".join(raw)

@@ -1,14 +1,12 @@
 """POST /api/rag streamed over a real uvicorn server: the whole trace, then the stream closes."""
 
-import json
-import time
-
 import httpx
 import pytest
 from django.contrib.auth import get_user_model
 from rest_framework.authtoken.models import Token
 
 from ragapp.models import QueryRun, TraceEvent
+from tests.ragapp.live_server import read_closed_stream
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -23,19 +21,7 @@ def api_client(base: str, username: str = "alice") -> httpx.Client:
 
 def sse_events(response: httpx.Response) -> list[dict]:
     """Every event of a stream that the server closes, keep-alives and stream-open left out."""
-    seen, kind, data = [], None, None
-    deadline = time.monotonic() + 60  # keep-alives would keep a stream that never ends open
-    for line in response.iter_lines():
-        assert time.monotonic() < deadline, f"the stream did not close; got {seen}"
-        if line.startswith("event:"):
-            kind = line.split(":", 1)[1].strip()
-        elif line.startswith("data:"):
-            data = line.split(":", 1)[1].strip()
-        elif line == "":
-            if kind not in (None, "keep-alive", "stream-open"):
-                seen.append({"event": kind, **json.loads(data)})
-            kind, data = None, None
-    return seen
+    return read_closed_stream(response)[0]
 
 
 def test_post_streams_the_full_trace_and_closes_after_done(server, django_user_model):

@@ -11,18 +11,22 @@ def script():
     return FakeScript()
 
 
-@pytest.fixture(params=["structured", "logprobs"])
-def models(request, script):
-    """Every graph test runs with both judge methods."""
-    model = FakeChatModel(script=script)
+def one_model_in_every_role(model, judge_method: str) -> ChatModels:
+    """`model` as generator, grader and broadener, judging with `judge_method`."""
     return ChatModels(
         generator=model,
         grader=model,
         broadener=model,
-        relevance_method=request.param,
-        faithfulness_method=request.param,
+        relevance_method=judge_method,
+        faithfulness_method=judge_method,
         names={"generation": "fake-chat", "grading": "fake-chat", "broadening": "fake-chat"},
     )
+
+
+@pytest.fixture(params=["structured", "logprobs"])
+def models(request, script):
+    """Every graph test runs with both judge methods."""
+    return one_model_in_every_role(FakeChatModel(script=script), request.param)
 
 
 @pytest.fixture(autouse=True)

@@ -22,6 +22,7 @@ from ragapp.graph.state import RetrievedDoc
 from ragapp.models import Chunk, Document, QueryRun
 from ragapp.providers.fake_chat import FakeChatModel, FakeScript
 from ragapp.runner import execute_run
+from tests.ragapp.graph.conftest import one_model_in_every_role
 
 pytestmark = pytest.mark.django_db
 
@@ -171,14 +172,7 @@ def gullible(request):
         generate=lambda question, docs: "Invoices are printed on blue paper [1].",
         refine=lambda answer, claims: "Invoices are printed on blue paper [1].",
     )
-    model = GullibleModel(script=script)
-    return ChatModels(
-        generator=model,
-        grader=model,
-        broadener=model,
-        relevance_method=request.param,
-        faithfulness_method=request.param,
-    )
+    return one_model_in_every_role(GullibleModel(script=script), request.param)
 
 
 def add_chunk(path: str, text: str, fake_embeddings) -> None:

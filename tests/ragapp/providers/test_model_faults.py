@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 
 import httpx
 import pytest
@@ -21,7 +20,7 @@ from ragapp.models import QueryRun, TraceEvent
 from ragapp.providers.chat import clear_chat_models_cache
 from ragapp.runner import execute_run
 from ragapp.services import run_create
-from tests.ragapp.live_server import free_port
+from tests.ragapp.live_server import free_port, read_closed_stream
 from tests.ragapp.providers.misbehaving_server import (
     ANSWER,
     FAITHFUL,
@@ -334,7 +333,7 @@ def test_the_live_stream_of_a_failed_run_ends_with_error_then_done_and_closes(se
         sse = {"Accept": "text/event-stream"}
         with client.stream("POST", "/api/rag", json=request, headers=sse) as response:
             assert response.status_code == 200
-            events, raw = read_until_closed(response)
+            events, raw = read_closed_stream(response, timeout_s=30)
 
     assert [e["kind"] for e in events][-2:] == ["error", "done"]
     assert events[-1]["payload"] == {"status": "failed"}
@@ -343,21 +342,3 @@ def test_the_live_stream_of_a_failed_run_ends_with_error_then_done_and_closes(se
     assert run.status == QueryRun.Status.FAILED
     assert "HTTP 503" in run.error and events[-2]["payload"]["message"] == run.error
     assert_no_key(raw)
-
-
-def read_until_closed(response: httpx.Response) -> tuple[list[dict], str]:
-    """The stream's events; returns only because the server ends the stream."""
-    events, kind, data, raw = [], None, None, []
-    deadline = time.monotonic() + 30  # keep-alives would hold a stream that never ends
-    for line in response.iter_lines():
-        assert time.monotonic() < deadline, f"the stream did not close; got {events}"
-        raw.append(line)
-        if line.startswith("event:"):
-            kind = line.split(":", 1)[1].strip()
-        elif line.startswith("data:"):
-            data = line.split(":", 1)[1].strip()
-        elif line == "":
-            if kind not in (None, "keep-alive", "stream-open"):
-                events.append(json.loads(data))
-            kind, data = None, None
-    return events, "\n".join(raw)
