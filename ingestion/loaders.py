@@ -453,6 +453,23 @@ _HTML_SKIPPED = frozenset(
 _HTML_CHROME = frozenset({"header", "footer"})
 # Sphinx and others mark their sidebars and banners with ARIA roles on plain <div>s.
 _HTML_CHROME_ROLES = frozenset({"navigation", "search", "banner", "contentinfo"})
+# Generators that use neither: DocBook's "Prev | Up | Home | Next" bars (the PostgreSQL
+# manual), Sphinx themes' relbars and sidebars, the YUI layout of Django's docs (#hd, #ft). Their
+# link text in every chunk of a page pulled unrelated pages up the rankings. Whole class or id
+# tokens only, so "navbar-content" or "footnote" are never taken for chrome.
+_HTML_CHROME_NAMES = frozenset(
+    {
+        "navheader",
+        "navfooter",
+        "related",
+        "sphinxsidebar",
+        "breadcrumb",
+        "breadcrumbs",
+        "hd",
+        "ft",
+        "sidebar",
+    }
+)
 _HTML_VOID = frozenset(
     {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "wbr"}
 )
@@ -489,7 +506,33 @@ def _html(text: str) -> tuple[str | None, str]:
     parser = _HTMLToText()
     parser.feed(text)
     parser.close()
-    return parser.title or parser.first_h1 or None, "".join(parser.out)
+    return _page_title(parser.title, parser.first_h1) or None, "".join(parser.out)
+
+
+# What sites put between a page's title and their own name: "Signals — Django documentation".
+_TITLE_SEPARATOR = re.compile(r"\s*[\u2014\u2013|\u00b7]\s*|\s+[-:]\s+")
+
+
+def _page_title(title: str, h1: str) -> str:
+    """The page's own title: "Signals — Django 3.2 documentation" becomes "Signals".
+
+    The site's name in every title would otherwise lead the heading path of every chunk. It is
+    cut only where the page's first <h1> confirms where its own title ends.
+    """
+    if title and h1 and title.casefold().startswith(h1.casefold()):
+        if _TITLE_SEPARATOR.match(title, len(h1)):
+            return h1
+    return title or h1
+
+
+def _is_chrome(tag: str, attrs: list[tuple[str, str | None]]) -> bool:
+    if tag in _HTML_VOID:
+        return False
+    values = dict(attrs)
+    if values.get("role") in _HTML_CHROME_ROLES:
+        return True
+    names = (values.get("class") or "").split() + (values.get("id") or "").split()
+    return any(name in _HTML_CHROME_NAMES for name in names)
 
 
 class _HTMLToText(HTMLParser):
@@ -525,7 +568,7 @@ class _HTMLToText(HTMLParser):
         if (
             tag in _HTML_SKIPPED
             or (tag in _HTML_CHROME and not self._content_depth)
-            or (dict(attrs).get("role") in _HTML_CHROME_ROLES and tag not in _HTML_VOID)
+            or _is_chrome(tag, attrs)
         ):
             self._skip_tag, self._skip_depth = tag, 1
             return

@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-import re
 from contextlib import contextmanager
 
 from django.conf import settings
-from django.contrib.postgres.search import SearchQuery, SearchRank
 from django.db import connection, transaction
-from django.db.models import F
 
 from ragapp.graph.state import RetrievedDoc
 from ragapp.models import Chunk
 from ragapp.providers import EmbeddingProvider
 from ragapp.selectors import ScoredChunk, chunk_vector_search
+from ragapp.text_search import bm25_chunk_ids
 from ragapp.vector_index import cosine_distance_to
 
-_WORD = re.compile(r"[a-z0-9][a-z0-9_.-]*")
 # Reciprocal rank fusion: score = sum over rankings of weight / (RRF_K + rank).
 RRF_K = 60
 # Each ranking looks this many times deeper than top-k, so fusion and the per-document cap have
@@ -130,21 +127,17 @@ class HybridRetriever:
         return per_document(docs, cap=self.per_document_cap, k=k)
 
     def _text_search(self, query: str, limit: int, vector: list[float]) -> list[Chunk]:
-        # Any term may match (OR): a question's words rarely all appear in one chunk. Ranking
-        # still prefers chunks that match more of them, and the heading weight A over text B.
-        words = _WORD.findall(query.lower())
-        if not words:
-            return []
-        search = SearchQuery(" or ".join(words), search_type="websearch", config="english")
-        return list(
+        # BM25, not ts_rank: ts_rank has no notion of how rare a word is (ragapp/text_search.py).
+        ids = bm25_chunk_ids(query, limit=limit)
+        chunks = (
             Chunk.objects.select_related("document")
             .defer("embedding", "search_vector")
-            .filter(search_vector=search)
-            .annotate(rank=SearchRank(F("search_vector"), search))
+            .filter(id__in=ids)
             # The cosine similarity too, so every chunk reports one, however it was found.
             .annotate(distance=cosine_distance_to(vector, dimensions=self.embeddings.dimensions))
-            .order_by("-rank", "id")[:limit]
         )
+        by_id = {chunk.id: chunk for chunk in chunks}
+        return [by_id[i] for i in ids if i in by_id]
 
 
 def build_retriever(*, mode: str, embeddings: EmbeddingProvider):

@@ -316,10 +316,49 @@ def test_html_sphinx_page(tmp_path):
         '</section></div><div role="contentinfo">&copy; 2024</div></body></html>'
     )
     doc = load(tmp_path, "install.html", html)
-    assert doc.title == "Install \u2014 Proj docs"
+    assert doc.title == "Install"  # the site's name is not the page's title
     assert doc.text == (
         "# Install\n\n```\npip install x\n# comment\n```\n\n- Top\n  - Nested\n- Second\n"
     )
+
+
+def test_html_docbook_and_yui_navigation_bars_are_dropped(tmp_path):
+    # The PostgreSQL manual (DocBook) and Django's docs (YUI layout) mark their navigation with
+    # classes and ids only; their "Prev | Up | Home | Next" text once led chunks of every page.
+    html = (
+        "<html><head><title>CREATE ROLE</title></head><body>"
+        '<div class="navheader"><table><tr><td><a href="p.html">Prev</a></td>'
+        '<td><a href="u.html">Up</a></td><th>SQL Commands</th></tr></table></div>'
+        '<div id="hd"><h1>Site docs</h1><div class="nav">previous | up</div></div>'
+        '<div class="refentry"><h2>CREATE ROLE</h2><p>CREATE ROLE \u2014 define a new role</p></div>'
+        '<div class="yui-b" id="sidebar"><h3>Last update:</h3></div>'
+        '<div class="navfooter"><a href="n.html">Next</a> Home</div><div id="ft">next</div>'
+        "</body></html>"
+    )
+    doc = load(tmp_path, "sql-createrole.html", html)
+    assert doc.title == "CREATE ROLE"
+    assert doc.text == "## CREATE ROLE\n\nCREATE ROLE \u2014 define a new role\n"
+
+
+@pytest.mark.parametrize(
+    ("title", "h1", "expected"),
+    [
+        ("Signals \u2014 Django 3.2 documentation", "Signals", "Signals"),
+        ("Install | Proj", "Install", "Install"),
+        ("Backups - Handbook", "Backups", "Backups"),
+        ("Foo-bar", "Foo", "Foo-bar"),  # a hyphenated title is not a title and a site name
+        ("Tutorial: part 1", "Tutorial", "Tutorial: part 1"),
+        ("Page title", "Another heading", "Page title"),
+    ],
+)
+def test_html_title_without_the_site_name(tmp_path, title, h1, expected):
+    doc = load(tmp_path, "a.html", f"<title>{title}</title><h1>{h1}</h1><p>Body</p>")
+    assert doc.title == expected
+
+
+def test_html_class_names_only_whole_tokens_are_chrome(tmp_path):
+    html = '<div class="navbar-content footnote"><p>Kept text</p></div><p>Body</p>'
+    assert "Kept text" in load(tmp_path, "a.html", html).text
 
 
 def test_html_with_only_scripts_is_empty(tmp_path):

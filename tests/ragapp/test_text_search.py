@@ -1,0 +1,96 @@
+"""BM25 full-text ranking in PostgreSQL (ragapp/text_search.py)."""
+
+import math
+
+import pytest
+from django.core.cache import cache
+
+from ragapp import text_search
+from ragapp.models import Chunk, Document
+from ragapp.services import embedding_index_prepare
+
+pytestmark = pytest.mark.django_db
+
+
+def _add(document, ordinal, text, heading="Manual"):
+    # Only the text matters here; the vector is any unit vector of the fake model's size.
+    vector = [1.0] + [0.0] * 63
+    return Chunk.objects.create(
+        document=document, ordinal=ordinal, text=text, heading_path=heading, embedding=vector
+    )
+
+
+@pytest.fixture
+def manual(fake_embeddings):
+    embedding_index_prepare(embeddings=fake_embeddings)
+    document = Document.objects.create(
+        source_path="docs/manual.md", title="Manual", format="markdown", content_hash="h",
+        size_bytes=1,
+    )
+    # "server" is in two chunks, "pg_dumpall" in one, "worker" in most (a common word).
+    chunks = {
+        "common": _add(document, 0, "The server server server reads the server configuration."),
+        "rare": _add(document, 1, "Use pg_dumpall to save the roles of the server."),
+    }
+    for n in range(2, 12):
+        chunks[f"filler{n}"] = _add(document, n, f"The worker number {n} starts.")
+    return chunks
+
+
+def test_a_rare_word_outweighs_a_repeated_common_one(manual):
+    ids = text_search.bm25_chunk_ids("server pg_dumpall", limit=3)
+    # ts_rank ranks the chunk that says "server" four times first; BM25 weighs the rarer word.
+    assert ids == [manual["rare"].id, manual["common"].id]
+
+
+def test_the_heading_path_counts_more_than_body_text(manual):
+    document = manual["rare"].document
+    in_heading = _add(document, 20, "Nothing else here.", heading="Manual > Tablespaces")
+    in_body = _add(document, 21, "Tablespaces are mentioned once in this body text.")
+    ids = text_search.bm25_chunk_ids("tablespaces", limit=5)
+    assert ids.index(in_heading.id) < ids.index(in_body.id)
+
+
+def test_shorter_chunks_win_at_equal_counts(manual):
+    document = manual["rare"].document
+    short = _add(document, 30, "Checkpoints flush data.")
+    long = _add(document, 31, "Checkpoints " + "and many other unrelated words " * 20)
+    assert text_search.bm25_chunk_ids("checkpoints", limit=2) == [short.id, long.id]
+
+
+def test_only_stop_words_or_unknown_words_find_nothing(manual):
+    assert text_search.bm25_chunk_ids("what is the", limit=5) == []
+    assert text_search.bm25_chunk_ids("zyxwvut", limit=5) == []
+    assert text_search.bm25_chunk_ids("", limit=5) == []
+
+
+def test_a_query_of_common_words_still_selects(manual):
+    # "worker" is in 10 of 12 chunks, above the common share, yet it is all the query has.
+    assert len(text_search.bm25_chunk_ids("workers", limit=20)) == 10
+
+
+def test_common_words_score_but_do_not_select(manual):
+    # With a rarer word present, candidates come from it alone.
+    assert text_search.bm25_chunk_ids("worker pg_dumpall", limit=20) == [manual["rare"].id]
+
+
+def test_frequencies_are_recounted_after_an_ingest(manual):
+    [word] = text_search.query_lexemes("checkpointer")
+    before = text_search.document_frequencies([word], text_search.collection_version())
+    _add(manual["rare"].document, 40, "The checkpointer runs.")
+    after = text_search.document_frequencies([word], text_search.collection_version())
+    assert (before, after) == ({word: 0}, {word: 1})
+
+
+def test_search_carries_on_when_the_cache_is_down(manual, monkeypatch):
+    def broken(*args, **kwargs):
+        raise ConnectionError("cache down")
+
+    monkeypatch.setattr(cache, "get_many", broken)
+    monkeypatch.setattr(cache, "set_many", broken)
+    assert text_search.bm25_chunk_ids("pg_dumpall", limit=1) == [manual["rare"].id]
+
+
+def test_idf_is_positive_and_falls_with_frequency():
+    assert text_search.idf(1, 1000) > text_search.idf(500, 1000) > text_search.idf(1000, 1000) > 0
+    assert text_search.idf(1, 1000) == pytest.approx(math.log(1 + 999.5 / 1.5))
