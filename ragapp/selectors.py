@@ -68,6 +68,19 @@ def chunk_vector_search(
     return [ScoredChunk(chunk=row, similarity=1.0 - float(row.distance)) for row in rows]
 
 
+def pending_migrations() -> list[str]:
+    """Migrations not yet applied to the database ("app.name"), in the order they would run.
+
+    Commands check this first: a database left behind by an upgrade otherwise fails later, in
+    every run, with "column ... does not exist".
+    """
+    from django.db.migrations.executor import MigrationExecutor
+
+    executor = MigrationExecutor(connection)
+    plan = executor.migration_plan(executor.loader.graph.leaf_nodes())
+    return [f"{migration.app_label}.{migration.name}" for migration, _ in plan]
+
+
 def knowledge_base_stats() -> dict:
     """Documents, chunks and the embedding model, for summaries and health checks."""
     index = embedding_index_get()

@@ -15,7 +15,7 @@ from ragapp.evaluation.harness import evaluate, settings_snapshot
 from ragapp.evaluation.html import render_html
 from ragapp.evaluation.report import aggregate, compare, fmt, headline
 from ragapp.models import Chunk
-from ragapp.selectors import EmbeddingMismatchError
+from ragapp.selectors import EmbeddingMismatchError, pending_migrations
 from ragapp.services import evaluation_create, evaluation_finish
 
 
@@ -68,6 +68,11 @@ class Command(BaseCommand):
         if sample and sample < len(items):
             step = len(items) / sample
             items = [items[int(i * step)] for i in range(sample)]
+        if pending := pending_migrations():
+            raise CommandError(
+                f"The database is missing {len(pending)} migration(s) ({', '.join(pending)}): "
+                "run `uv run python manage.py migrate` first."
+            )
         if not Chunk.objects.exists():
             raise CommandError(
                 "The knowledge base is empty: ingest the corpus of this golden set first "

@@ -172,3 +172,15 @@ def test_one_question_crashing_does_not_lose_the_evaluation(
     assert report["rates"]["failed"] == pytest.approx(1 / 3)
     assert report["refusal"]["failed_left_out"] == 1
     assert Evaluation.objects.get().finished_at is not None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_database_behind_its_migrations_is_named_before_any_run(golden):
+    # A knowledge base from before an upgrade failed every run with "column ... does not exist".
+    call_command("migrate", "ragapp", "0003", verbosity=0)
+    try:
+        with pytest.raises(CommandError, match=r"missing 1 migration\(s\) \(ragapp.0004_run_h"):
+            run(golden, "--retrieval-only")
+    finally:
+        call_command("migrate", "ragapp", verbosity=0)
+    assert not Evaluation.objects.exists()
