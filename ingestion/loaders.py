@@ -519,9 +519,9 @@ def _page_title(title: str, h1: str) -> str:
     The site's name in every title would otherwise lead the heading path of every chunk. It is
     cut only where the page's first <h1> confirms where its own title ends.
     """
-    if title and h1 and title.casefold().startswith(h1.casefold()):
-        if _TITLE_SEPARATOR.match(title, len(h1)):
-            return h1
+    own = bool(title and h1) and title.casefold().startswith(h1.casefold())
+    if own and _TITLE_SEPARATOR.match(title, len(h1)):
+        return h1
     return title or h1
 
 

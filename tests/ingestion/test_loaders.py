@@ -330,7 +330,8 @@ def test_html_docbook_and_yui_navigation_bars_are_dropped(tmp_path):
         '<div class="navheader"><table><tr><td><a href="p.html">Prev</a></td>'
         '<td><a href="u.html">Up</a></td><th>SQL Commands</th></tr></table></div>'
         '<div id="hd"><h1>Site docs</h1><div class="nav">previous | up</div></div>'
-        '<div class="refentry"><h2>CREATE ROLE</h2><p>CREATE ROLE \u2014 define a new role</p></div>'
+        '<div class="refentry"><h2>CREATE ROLE</h2>'
+        "<p>CREATE ROLE \u2014 define a new role</p></div>"
         '<div class="yui-b" id="sidebar"><h3>Last update:</h3></div>'
         '<div class="navfooter"><a href="n.html">Next</a> Home</div><div id="ft">next</div>'
         "</body></html>"

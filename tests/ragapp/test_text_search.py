@@ -94,3 +94,18 @@ def test_search_carries_on_when_the_cache_is_down(manual, monkeypatch):
 def test_idf_is_positive_and_falls_with_frequency():
     assert text_search.idf(1, 1000) > text_search.idf(500, 1000) > text_search.idf(1000, 1000) > 0
     assert text_search.idf(1, 1000) == pytest.approx(math.log(1 + 999.5 / 1.5))
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        r"C:\temp\ then pg_dumpall \\",
+        "it's O'Reilly's \"quoted\" pg_dumpall",
+        "pg_dumpall & !server | (roles) <-> :* 'x'",
+        "E'\\\\' pg_dumpall",
+        "пароль 密码 🙂 pg_dumpall",
+        "pg_dumpall " * 200,
+    ],
+)
+def test_any_text_is_a_query_never_tsquery_syntax(manual, query):
+    assert text_search.bm25_chunk_ids(query, limit=3)[:1] == [manual["rare"].id]
