@@ -24,7 +24,10 @@ def _add(document, ordinal, text, heading="Manual"):
 def manual(fake_embeddings):
     embedding_index_prepare(embeddings=fake_embeddings)
     document = Document.objects.create(
-        source_path="docs/manual.md", title="Manual", format="markdown", content_hash="h",
+        source_path="docs/manual.md",
+        title="Manual",
+        format="markdown",
+        content_hash="h",
         size_bytes=1,
     )
     # "server" is in two chunks, "pg_dumpall" in one, "worker" in most (a common word).
