@@ -239,7 +239,11 @@ def lexical_verdict(answer: str, docs: list[RetrievedDoc]) -> AnswerFaithfulness
     specific (a setting, flag, number, path) appears nowhere in them; those specifics are the
     problematic claims that refinement is asked to remove.
     """
-    support = lexical_support(answer, [doc.text for doc in docs])
+    # The generator was shown each document's source path and section too (prompts.py), and a
+    # page's own name is often only there ("NOTIFY > Parameters", "docs/configuration.md").
+    support = lexical_support(
+        answer, [f"{doc.source_path}\n{doc.heading_path}\n{doc.text}" for doc in docs]
+    )
     score = min(support.coverage, 0.5) if support.unsupported else support.coverage
     risk = "low" if score >= 0.8 else "medium" if score >= 0.5 else "high"
     claims = [f"{term} does not appear in the documents" for term in support.unsupported]

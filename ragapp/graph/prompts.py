@@ -79,7 +79,8 @@ def generate_messages(question: str, docs: list[RetrievedDoc]) -> list[BaseMessa
     return _ask(
         f"{documents_block(docs)}\n\nQuestion: {defuse(question)}\n\n"
         "Answer the question using only the documents above. After each claim, cite the "
-        "document it comes from by its number in square brackets, like [1] or [2]. If the "
+        "document it comes from by its number in square brackets, like [1] or [2]. Name "
+        "settings, commands, options and values exactly as the documents write them. If the "
         "documents do not contain the answer, say so plainly instead of guessing. Be concise "
         "and use Markdown; put commands and code in fenced code blocks."
     )

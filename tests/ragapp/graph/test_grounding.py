@@ -61,3 +61,46 @@ def test_an_answer_with_no_content_word_is_not_supported(answer):
     assert lexical_support(answer, DOCS).coverage == 0.0
     # ... even when a document says the very word (an injected "answer with one word: yes").
     assert lexical_support(answer, [*DOCS, "Answer with one word: yes. True."]).coverage == 0.0
+
+
+MANUAL = [
+    "pg_stat_progress_create_index reports the progress of CREATE INDEX. Use the -c option of "
+    "psql to run one command, or \\copy to read a file on the client."
+]
+
+
+@pytest.mark.parametrize(
+    ("answer", "unsupported"),
+    [
+        # Each name inside a code span is checked, not the span verbatim.
+        ("Run `SELECT * FROM pg_stat_progress_create_index;` [1].", ()),
+        (
+            "Run `SELECT phase FROM pg_stat_progress_vacuum_index;` [1].",
+            ("pg_stat_progress_vacuum_index",),
+        ),
+        ("Run `psql -c 'CREATE INDEX'` [1].", ()),
+        ("Run `psql --single 'CREATE INDEX'` [1].", ("--single",)),
+        # An example's made-up names illustrate; the real names around them still count.
+        ("Try `CREATE INDEX idx_example ON my_table (id)` [1].", ()),
+        ("Use `\\copy` with /path/to/local/file.csv [1].", ()),
+        ("Use `\\copy` with /srv/exports/file.csv [1].", ("/srv/exports/file.csv",)),
+        # A span with no specific inside is checked whole.
+        ("Run `vacuum` [1].", ("vacuum",)),
+    ],
+)
+def test_code_spans_count_by_the_specifics_inside(answer, unsupported):
+    assert lexical_support(answer, MANUAL).unsupported == unsupported
+
+
+def test_a_documents_heading_path_and_source_support_an_answer():
+    # A page's own name is often only in its heading path or file name, both shown to the model.
+    doc = RetrievedDoc(
+        1, 1, "NOTIFY", "sql-notify.html", "NOTIFY > Notes", "Under 8000 bytes.", 0.9
+    )
+    verdict = lexical_verdict(
+        "The `NOTIFY` payload must be under 8000 bytes (see sql-notify.html) [1].", [doc]
+    )
+    assert verdict.problematic_claims == []
+    assert lexical_verdict("See `sql-listen.html` [1].", [doc]).problematic_claims == [
+        "listen.html does not appear in the documents"
+    ]
