@@ -82,6 +82,8 @@ MANUAL = [
         ("Run `psql --single 'CREATE INDEX'` [1].", ("--single",)),
         # An example's made-up names illustrate; the real names around them still count.
         ("Try `CREATE INDEX idx_example ON my_table (id)` [1].", ()),
+        ("Run `DROP DATABASE mydatabase WITH (FORCE)` [1].", ()),
+        ("Run `psql -c 'CREATE INDEX' mysql_prod` [1].", ("mysql_prod",)),
         ("Use `\\copy` with /path/to/local/file.csv [1].", ()),
         ("Use `\\copy` with /srv/exports/file.csv [1].", ("/srv/exports/file.csv",)),
         # A span with no specific inside is checked whole.
