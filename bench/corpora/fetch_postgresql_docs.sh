@@ -53,29 +53,11 @@ PATTERNS=(
     'legalnotice.html'
 )
 
-if ! apt-cache show "$PACKAGE" >/dev/null 2>&1; then
-    echo "error: apt knows no package '$PACKAGE'. The apt package lists are missing or stale:" >&2
-    echo "       run 'sudo apt-get update' (as root: 'apt-get update') once, then run this script again." >&2
-    exit 1
-fi
-
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
-
-echo "Downloading ${PACKAGE}${VERSION:+=$VERSION} ..."
-APT_OPTS=()
-# As root, apt tries to drop to the _apt user, which cannot write into a private temp dir.
-[ "$(id -u)" -eq 0 ] && APT_OPTS+=(-o APT::Sandbox::User=root)
-if ! (cd "$WORK" && apt-get "${APT_OPTS[@]}" -q download "${PACKAGE}${VERSION:+=$VERSION}"); then
-    echo "error: 'apt-get download ${PACKAGE}' failed. If apt says it cannot find the package or a" >&2
-    echo "       file on the mirror (404), the package lists are stale: run 'sudo apt-get update'." >&2
-    exit 1
-fi
-DEB="$(find "$WORK" -maxdepth 1 -name '*.deb' | head -n 1)"
-[ -n "$DEB" ] || { echo "error: no .deb was downloaded" >&2; exit 1; }
-PKG_VERSION="$(dpkg-deb -f "$DEB" Version)"
-
-dpkg-deb -x "$DEB" "$WORK/root"
+# shellcheck source=bench/corpora/_deb.sh
+source "$(dirname "${BASH_SOURCE[0]}")/_deb.sh"
+fetch_deb "$PACKAGE" "$VERSION" "$WORK"
 SRC="$WORK/root/$HTML_DIR"
 [ -d "$SRC" ] || { echo "error: $HTML_DIR not found in $(basename "$DEB")" >&2; exit 1; }
 
