@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared by the fetch_*_docs.sh scripts (sourced, not run): download one Debian package with
 # `apt-get download` (no install, no root needed) and extract it.
 #
@@ -22,6 +23,7 @@ fetch_deb() {
     fi
     DEB="$(find "$work" -maxdepth 1 -name '*.deb' | head -n 1)"
     [ -n "$DEB" ] || { echo "error: no .deb was downloaded" >&2; exit 1; }
+    # shellcheck disable=SC2034  # read by the sourcing script
     PKG_VERSION="$(dpkg-deb -f "$DEB" Version)"
     dpkg-deb -x "$DEB" "$work/root"
 }
