@@ -23,7 +23,7 @@ _WORD = re.compile(r"[a-z0-9][a-z0-9_.-]*")
 # Names an answer makes up to illustrate, not to claim: `CREATE INDEX idx_example ON my_table`,
 # /path/to/file.csv, <your-host>. Only the rest of such an example must come from the documents.
 _PLACEHOLDER = re.compile(
-    r"example|sample|path/to|\b(?:my|your|some)_|\b(?:foo|bar|baz)\b|^<.*>$"
+    r"example|path/to|\b(?:my|your|some)_|\b(?:foo|bar|baz)\b|^<.*>$"
     r"|\bmy(?:db|database|table|user|role|app|schema|index|host|server|file|column)s?\b",
     re.IGNORECASE,
 )

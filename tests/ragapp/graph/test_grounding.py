@@ -83,6 +83,8 @@ MANUAL = [
         # An example's made-up names illustrate; the real names around them still count.
         ("Try `CREATE INDEX idx_example ON my_table (id)` [1].", ()),
         ("Run `DROP DATABASE mydatabase WITH (FORCE)` [1].", ()),
+        # ... but a real-looking name is checked even if it reads like one.
+        ("Set `log_sample_rate = 0.5` [1].", ("log_sample_rate", "0.5")),
         ("Run `psql -c 'CREATE INDEX' mysql_prod` [1].", ("mysql_prod",)),
         ("Use `\\copy` with /path/to/local/file.csv [1].", ()),
         ("Use `\\copy` with /srv/exports/file.csv [1].", ("/srv/exports/file.csv",)),
