@@ -3,8 +3,9 @@
 PostgreSQL's own `ts_rank` has no inverse document frequency: "server" in a question about the
 server weighs as much as "pg_dumpall", so on a manual where every page says "server" the rare,
 telling word is drowned. BM25 weighs each word by how rare it is among the chunks. Fused with
-vector search it raised MRR@10 on the PostgreSQL golden set from 0.750 to 0.781 and on this
-documentation from 0.876 to 0.890, with recall@5 unchanged (docs/evaluation.md).
+vector search (weight 0.35) it raised MRR@10 on the PostgreSQL golden set from 0.742 to 0.773;
+on this documentation and on Django's it moved MRR@10 by about one question (0.876 to 0.872,
+0.769 to 0.755), with recall@5 unchanged or better (docs/evaluation.md).
 
 Everything runs in the database: the query's words go through the same `english` parser and
 stemmer as the indexed text (`to_tsvector`), and the scores are summed over `unnest` of each
