@@ -91,14 +91,19 @@ def evaluate(model_name: str, method: str, items: list[dict], kinds=("relevance"
             try:
                 if kind == "relevance":
                     verdict = judge_relevance(
-                        models, item["question"], doc(item["document"]), usage=usage
+                        models, item["question"], [doc(item["document"])], 1, usage=usage
                     )
                     value = verdict.score
                     passed = value >= settings.RAG_RELEVANCE_THRESHOLD
                 else:
                     docs = [doc(text, i) for i, text in enumerate(item["documents"], 1)]
                     verdict = judge_faithfulness(
-                        models, item["question"], item["answer"], docs, usage=usage
+                        models,
+                        item["question"],
+                        item["answer"],
+                        docs,
+                        list(range(1, len(docs) + 1)),
+                        usage=usage,
                     )
                     value = verdict.faithfulness_score
                     passed = (

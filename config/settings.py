@@ -329,7 +329,7 @@ RAG_RELEVANCE_JUDGE = env_choice(
 RAG_FAITHFULNESS_JUDGE = env_choice(
     "RAG_FAITHFULNESS_JUDGE",
     "lexical" if RAG_CHAT_PROVIDER == "local" else "structured",
-    (*_JUDGES, "lexical"),
+    (*_JUDGES, "lexical", "claims"),
 )
 # Only for RAG_CHAT_PROVIDER=fake: a pause before each reply, so demos and streaming tests can
 # watch a run unfold (and drop and resume the stream) instead of it finishing in milliseconds.

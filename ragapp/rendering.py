@@ -55,14 +55,14 @@ def sanitize(html: str) -> str:
     )
 
 
-def render_markdown(text: str, *, sources: int = 0) -> str:
-    """Markdown to sanitized HTML; [n] citations (1..sources) link to the source list."""
+def render_markdown(text: str, *, sources: frozenset[int] | set[int] = frozenset()) -> str:
+    """Markdown to sanitized HTML; [n] citations of a listed source link to it."""
     html = _MARKDOWN.render(text or "")
     if sources:
         html = _CITATION.sub(
             lambda m: (
                 f'<sup><a href="#source-{m.group(1)}">[{m.group(1)}]</a></sup>'
-                if 1 <= int(m.group(1)) <= sources
+                if int(m.group(1)) in sources
                 else m.group(0)
             ),
             html,

@@ -12,6 +12,7 @@ from ragapp.events import EventKind, RunEmitter, Subscriber
 from ragapp.graph.builder import build_graph
 from ragapp.graph.context import ChatModels, GraphContext, GraphLimits
 from ragapp.graph.prompts import FALLBACK_ANSWER
+from ragapp.graph.state import usable_numbers
 from ragapp.models import QueryRun
 from ragapp.pricing import estimate_cost
 from ragapp.providers import get_embeddings
@@ -80,10 +81,12 @@ def execute_run(
 
 def _finish(run, final, context, emitter, started, embedding_model) -> None:
     grade = final.get("answer_grade")
-    docs = final.get("filtered_documents", [])
+    context_docs = final.get("context_documents", [])
     draft = final.get("generation", "")
     if final.get("fallback"):
         status, answer, reason = QueryRun.Status.REFUSED, FALLBACK_ANSWER, "no_relevant_documents"
+    elif grade is not None and grade.declined:
+        status, answer, reason = QueryRun.Status.REFUSED, NOT_COVERED_ANSWER, "not_in_documents"
     elif grade is not None and grade.faithful:
         status, answer, reason = QueryRun.Status.ANSWERED, draft, ""
     else:
@@ -91,7 +94,11 @@ def _finish(run, final, context, emitter, started, embedding_model) -> None:
         answer = _refusal_text(grade)
     cited = {int(n) for n in _CITATION.findall(draft)}
     sources = (
-        [{"n": n, "cited": n in cited, **doc.summary()} for n, doc in enumerate(docs, 1)]
+        # Numbered as the prompts showed them, so [n] in the answer is source n here.
+        [
+            {"n": n, "cited": n in cited, **context_docs[n - 1].summary()}
+            for n in usable_numbers(final)
+        ]
         if status == QueryRun.Status.ANSWERED
         else []
     )
@@ -100,8 +107,11 @@ def _finish(run, final, context, emitter, started, embedding_model) -> None:
         refusal_reason=reason,
         refined=final.get("correction_count", 0) > 0,
         sources=sources,
-        draft_answer=draft if status == QueryRun.Status.REFUSED and reason == "unfaithful" else "",
+        passages=closest_passages(final) if status == QueryRun.Status.REFUSED else [],
+        draft_answer=draft if reason in ("unfaithful", "not_in_documents") else "",
     )
+    if grade is not None and grade.declined:
+        grade = None  # nothing was checked: no score, no risk
     emitter.emit(
         EventKind.ANSWER,
         {
@@ -113,6 +123,7 @@ def _finish(run, final, context, emitter, started, embedding_model) -> None:
             "refined": metadata["refined"],
             "refusal_reason": reason,
             "sources": sources,
+            "passages": metadata["passages"],
             "metadata": {k: metadata[k] for k in ("total_ms", "tokens", "cost_usd", "models")},
         },
         node="",
@@ -128,6 +139,28 @@ def _finish(run, final, context, emitter, started, embedding_model) -> None:
         response_metadata=metadata,
     )
     emitter.emit(EventKind.DONE, {"status": str(status)})
+
+
+NOT_COVERED_ANSWER = (
+    "The documentation I found does not answer this question. The closest passages are listed "
+    "below: they are what the search found, not an answer. Try rephrasing the question, or check "
+    "whether the relevant docs have been ingested."
+)
+PASSAGES = 3  # how many of the closest passages a refusal shows
+PASSAGE_CHARS = 400
+
+
+def closest_passages(final: dict) -> list[dict]:
+    """The latest retrieval's best-graded chunks, with an excerpt, for a refusal to show."""
+    grades = sorted(final.get("grades", []), key=lambda g: (-g.score, -g.doc.similarity))
+    passages = []
+    for grade in grades[:PASSAGES]:
+        text = " ".join(grade.doc.text.split())
+        excerpt = text if len(text) <= PASSAGE_CHARS else text[: PASSAGE_CHARS - 1] + "…"
+        passages.append(
+            {**grade.doc.summary(), "relevance": round(grade.score, 3), "excerpt": excerpt}
+        )
+    return passages
 
 
 def _refusal_text(grade) -> str:

@@ -45,6 +45,8 @@ def _describe(kind: str, payload: dict) -> str:
             return "no relevant documents: answering with the honest fallback (no model call)"
         return f"generated an answer from {len(payload['sources'])} documents{_ms(payload)}"
     if kind == EventKind.GRADE_ANSWER:
+        if payload.get("declined"):
+            return f"the answer says the documents do not cover the question{_ms(payload)}"
         verdict = "faithful" if payload["faithful"] else "not faithful"
         return (
             f"faithfulness {payload['faithfulness_score']:.2f}, risk "

@@ -143,7 +143,7 @@ def run_answer(request, run_id):
         "ragapp/_answer.html",
         {
             "run": run,
-            "answer_html": render_markdown(run.answer, sources=len(sources)),
+            "answer_html": render_markdown(run.answer, sources={s["n"] for s in sources}),
             "sources": sources,
             "meta": meta,
             "tokens": sum(

@@ -76,6 +76,12 @@ class BroadenPayload(serializers.Serializer):
 class GeneratePayload(serializers.Serializer):
     fallback = serializers.BooleanField(help_text="True: no chunk passed, no model was called.")
     sources = DocumentSummarySerializer(many=True)
+    usable = serializers.ListField(
+        child=serializers.IntegerField(min_value=1),
+        required=False,
+        help_text="The [n] numbers of the sources in the prompt's documents block (not for the "
+        "fallback): the answer may cite only these.",
+    )
     answer_chars = serializers.IntegerField(min_value=0)
     duration_ms = serializers.FloatField(required=False, help_text="Absent for the fallback.")
 
@@ -87,6 +93,10 @@ class GradeAnswerPayload(serializers.Serializer):
     refinement_suggestion = serializers.CharField(allow_blank=True)
     reasoning = serializers.CharField(allow_blank=True)
     faithful = serializers.BooleanField()
+    declined = serializers.BooleanField(
+        help_text="The answer says the documents do not cover the question: the run is "
+        "refused (not_in_documents) with no check and no refinement."
+    )
     threshold = serializers.FloatField()
     after_refinement = serializers.BooleanField()
     duration_ms = serializers.FloatField()
@@ -97,6 +107,23 @@ class RefinePayload(serializers.Serializer):
     before_chars = serializers.IntegerField(min_value=0)
     after_chars = serializers.IntegerField(min_value=0)
     duration_ms = serializers.FloatField()
+
+
+REFUSAL_REASONS = ["", "no_relevant_documents", "not_in_documents", "unfaithful"]
+
+
+class PassageSerializer(serializers.Serializer):
+    """One of the closest passages a refusal shows, labelled as a passage, not an answer."""
+
+    chunk_id = serializers.IntegerField()
+    document_id = serializers.IntegerField()
+    title = serializers.CharField(allow_blank=True)
+    source_path = serializers.CharField()
+    heading_path = serializers.CharField(allow_blank=True)
+    similarity = serializers.FloatField()
+    has_code = serializers.BooleanField()
+    relevance = serializers.FloatField(help_text="The relevance judge's score, 0 to 1.")
+    excerpt = serializers.CharField(help_text="The passage's text, at most 400 characters.")
 
 
 class AnswerMetadataSerializer(serializers.Serializer):
@@ -118,8 +145,12 @@ class AnswerPayload(serializers.Serializer):
     )
     problematic_claims = serializers.ListField(child=serializers.CharField())
     refined = serializers.BooleanField()
-    refusal_reason = serializers.ChoiceField(choices=["", "no_relevant_documents", "unfaithful"])
+    refusal_reason = serializers.ChoiceField(choices=REFUSAL_REASONS)
     sources = CitedSourceSerializer(many=True)
+    passages = PassageSerializer(
+        many=True,
+        help_text="Only when refused: the closest passages found. They are not an answer.",
+    )
     metadata = AnswerMetadataSerializer()
 
 

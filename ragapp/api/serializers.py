@@ -6,7 +6,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.urls import reverse
 from rest_framework import serializers
 
-from ragapp.api.event_schemas import CitedSourceSerializer
+from ragapp.api.event_schemas import CitedSourceSerializer, PassageSerializer
 from ragapp.models import Feedback, QueryRun
 from ragapp.services.runs import clean_query
 
@@ -100,12 +100,13 @@ class RunDetailSerializer(RunSerializer):
 
     sources = serializers.SerializerMethodField()
     refusal_reason = serializers.SerializerMethodField()
+    passages = serializers.SerializerMethodField()
     metadata = serializers.JSONField(source="response_metadata", read_only=True)
 
     class Meta(RunSerializer.Meta):
         fields = [
             *RunSerializer.Meta.fields,
-            *("answer", "refusal_reason", "sources", "error", "metadata"),
+            *("answer", "refusal_reason", "sources", "passages", "error", "metadata"),
         ]
         read_only_fields = fields
 
@@ -114,6 +115,10 @@ class RunDetailSerializer(RunSerializer):
 
     def get_refusal_reason(self, run) -> str:
         return (run.response_metadata or {}).get("refusal_reason", "")
+
+    def get_passages(self, run) -> PassageSerializer(many=True):
+        """When refused: the closest passages the search found, labelled as not an answer."""
+        return (run.response_metadata or {}).get("passages", [])
 
 
 class RunFilterSerializer(serializers.Serializer):

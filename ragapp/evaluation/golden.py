@@ -101,3 +101,22 @@ def load_golden(path: Path) -> list[GoldenItem]:
     if not items:
         raise GoldenFileError(f"{path}: no questions in the file.")
     return items
+
+
+def sample_items(items: list[GoldenItem], size: int) -> list[GoldenItem]:
+    """`size` questions: every unanswerable one (up to `size`), then answerable ones spread
+    evenly through the file, in file order.
+
+    Refusal figures rest on the unanswerable questions, and a set has few of them: an even
+    spread over the whole file measured refusal recall on 2 to 5 questions.
+    """
+    if size >= len(items):
+        return list(items)
+    unanswerable = [item for item in items if not item.answerable]
+    answerable = [item for item in items if item.answerable]
+    keep = unanswerable[: min(len(unanswerable), size)]
+    room = size - len(keep)
+    step = len(answerable) / room if room else 0
+    keep += [answerable[int(i * step)] for i in range(room)]
+    chosen = {id(item) for item in keep}
+    return [item for item in items if id(item) in chosen]

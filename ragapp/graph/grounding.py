@@ -15,11 +15,13 @@ _CITATION = re.compile(r"\[\d{1,2}\]")
 # Specifics: `code`, /paths/to/files, --flags, SETTING_NAMES, numbers, dotted.names, snake_case.
 _SPECIFIC = re.compile(
     r"`[^`\n]+`|(?<![\w/])(?:/[\w.-]+){2,}|(?<![\w-])--?[a-z][\w-]*|\b[A-Z][A-Z0-9_]{2,}\b"
-    r"|\b\d[\d.,:%]*\d\b|\b\d{2,}\b|\b\w+\.\w+\b|\b\w*_\w+\b"
+    r"|\b\d[\d.,:%]*\d\b|\b\d{2,}\b|\b\w+(?:\.\w+)+\b|\b\w*_\w+\b"
 )
+_FENCED = re.compile(r"```[^\n]*\n(.*?)(?:```|$)", re.DOTALL)
 # Inside code, a plain word is the language's syntax (SELECT, FROM), not a claim to check.
 _PLAIN_WORD = re.compile(r"[A-Za-z]+")
 _WORD = re.compile(r"[a-z0-9][a-z0-9_.-]*")
+_CALL = re.compile(r"\s*(?:await\s+|new\s+)?([A-Za-z_]\w*)\(")
 # Names an answer makes up to illustrate, not to claim: `CREATE INDEX idx_example ON my_table`,
 # /path/to/file.csv, <your-host>. Only the rest of such an example must come from the documents.
 _PLACEHOLDER = re.compile(
@@ -27,6 +29,21 @@ _PLACEHOLDER = re.compile(
     r"|\bmy(?:db|database|table|user|role|app|schema|index|host|server|file|column)s?\b",
     re.IGNORECASE,
 )
+# Names an example defines for itself (`def handler`, `CREATE TABLE orders`, `const client`):
+# what the example then does with them is checked, the names themselves are its own.
+_DEFINED = re.compile(
+    r"\b(?:def|class|function|let|const|var|"
+    r"create\s+(?:or\s+replace\s+)?(?:unique\s+)?(?:materialized\s+)?"
+    r"(?:table|index|view|role|user|database|schema|function|sequence|trigger|type)"
+    r"(?:\s+if\s+not\s+exists)?(?:\s+concurrently)?)\s+([A-Za-z_][\w]*)",
+    re.IGNORECASE,
+)
+# Specifics a question may carry into its answer without the documents repeating them: the
+# version it asks about ("2.4"), a product's name in capitals. Code-like names (`SOME_SETTING`,
+# --flags, dotted.names) are not among them: a made-up setting in a question must not become
+# "supported" by being asked about.
+_PLAIN_SPECIFIC = re.compile(r"\d[\d.,:%]*|[a-z][a-z0-9]*", re.IGNORECASE)
+_FILE_NAME = re.compile(r"\.(?:[a-z]{1,4})$")
 _SPACE = re.compile(r"\s+")
 _STOP = frozenset(
     "the a an and or of to in on for is are be by with as at it its this that from your you "
@@ -51,8 +68,20 @@ def _normal(text: str) -> str:
 
 
 def _contains(source: str, term: str) -> bool:
-    """Whether `term` occurs in `source` as a whole token: 15 is not in 150, nor RAG_X in RAG_XY."""
-    before = r"(?<![\w-])" if term[0] == "-" else r"(?<![\w.])" if term[0].isalnum() else ""
+    """Whether `term` occurs in `source` as a whole token: 15 is not in 150, nor RAG_X in RAG_XY.
+
+    A name may follow a dot (`readfile` is in `fs.readfile`: a method under its module); a
+    number may not (15 is not in 1.15).
+    """
+    before = (
+        r"(?<![\w-])"
+        if term[0] == "-"
+        else r"(?<![\w.])"
+        if term[0].isdigit()
+        else r"(?<!\w)"
+        if term[0].isalnum()
+        else ""
+    )
     after = r"(?![\w])(?![.,]\d)" if term[-1].isalnum() else ""
     return re.search(before + re.escape(term) + after, source) is not None
 
@@ -60,6 +89,26 @@ def _contains(source: str, term: str) -> bool:
 def _words(text: str) -> list[str]:
     # A word keeps inner dots and dashes (RAG_TOP_K, v1.2, ef-search), not a sentence's full stop.
     return [w.rstrip("._-") for w in _WORD.findall(text)]
+
+
+def _dotted_parts_found(source: str, term: str) -> bool:
+    """A dotted API name written another way: every part is in the documents.
+
+    `fs.promises.readfile` where the documents say `fsPromises.readFile` and "the promises API",
+    or `models.charfield` where they say `CharField` in `django.db.models`. A file name
+    (`settings.toml`) is not an API name: it must be found whole.
+    """
+    if "." not in term or _FILE_NAME.search(term) or term[0].isdigit():
+        return False
+    parts = [part for part in re.split(r"[.()]+", term) if part]
+    return len(parts) > 1 and all(
+        re.search(r"(?<![a-z0-9_])" + re.escape(part) + r"(?![a-z0-9_])", source) for part in parts
+    )
+
+
+def _defined_names(text: str) -> set[str]:
+    """The names an answer's examples define for themselves, normalised."""
+    return {match.casefold() for match in _DEFINED.findall(text)}
 
 
 def _specifics(text: str) -> list[str]:
@@ -70,10 +119,24 @@ def _specifics(text: str) -> list[str]:
     A span with no specific inside (`vacuum`) is checked whole.
     """
     found = []
-    for match in _SPECIFIC.findall(text):
+    # A fenced block is code, like a span: its plain words (CREATE TABLE, git, commit) are
+    # the language's syntax; its names, flags and numbers are claims.
+    for block in _FENCED.findall(text):
+        for part in _SPECIFIC.findall(block):
+            if part.startswith("`") or _PLAIN_WORD.fullmatch(part):
+                continue
+            term = _normal(part.strip())
+            if term and not _PLACEHOLDER.search(term):
+                found.append(term)
+    for match in _SPECIFIC.findall(_FENCED.sub(" ", text)):
         if match.startswith("`"):
             inner = match.strip("`").strip()
-            parts = [p for p in _SPECIFIC.findall(inner) if not _PLAIN_WORD.fullmatch(p)] or [inner]
+            parts = [p for p in _SPECIFIC.findall(inner) if not _PLAIN_WORD.fullmatch(p)]
+            if not parts:
+                # Plain words only. A call written with its arguments (`createIndex({ unique:
+                # true })`) counts by the name it calls; anything else (`vacuum`) is checked whole.
+                call = _CALL.match(inner)
+                parts = [call.group(1)] if call and not _PLACEHOLDER.search(inner) else [inner]
         else:
             parts = [match]
         for part in parts:
@@ -83,19 +146,90 @@ def _specifics(text: str) -> list[str]:
     return found
 
 
-def lexical_support(answer: str, documents: list[str]) -> Support:
-    """The answer's word coverage by `documents`, and its specifics they do not contain."""
+def lexical_support(answer: str, documents: list[str], *, question: str = "") -> Support:
+    """The answer's word coverage by `documents`, and its specifics they do not contain.
+
+    The question's own words count as covered (an answer restates what was asked), and so do
+    its plain specifics (a version number, a product's name); see `_PLAIN_SPECIFIC`.
+    """
     source = _normal(" ".join(documents))
+    asked = _normal(question)
     body = _CITATION.sub(" ", answer)
+    defined = _defined_names(body)
     unsupported = []
     for term in _specifics(body):
-        if not _contains(source, term) and term not in unsupported:
-            unsupported.append(term)
+        if (
+            term in unsupported
+            or term in defined
+            or _contains(source, term)
+            or _dotted_parts_found(source, term)
+            or (_PLAIN_SPECIFIC.fullmatch(term) and _contains(asked, term))
+        ):
+            continue
+        unsupported.append(term)
     words = [w for w in _words(body.casefold()) if len(w) > 2 and w not in _STOP]
-    known = set(_words(source))
+    known = set(_words(source)) | set(_words(asked))
     stems = {w[:5] for w in known if len(w) > 4}
     covered = sum(1 for w in words if w in known or (len(w) > 4 and w[:5] in stems))
     # An answer with no content word ("Yes.", "No") says nothing the documents can be checked
     # against: unsupported, not vacuously supported (a document's injected "answer with one word"
     # otherwise passed as faithful, docs/architecture.md "Prompt injection").
     return Support(coverage=covered / len(words) if words else 0.0, unsupported=tuple(unsupported))
+
+
+# "The documents do not mention X", "There is no information about X in the documentation":
+# the writer declining, as it is asked to when the documents do not hold the answer.
+_DECLINE = re.compile(
+    r"\b(?:(?:provided\s+|given\s+|these\s+|the\s+)?"
+    r"(?:documents?|documentation|docs|context|sources?|texts?|excerpts?|passages?)"
+    r"(?:\s+provided|\s+above|\s+given)?\s+"
+    r"(?:do(?:es)?\s+not|don't|doesn't|did\s+not|didn't)\s+(?:\w+ly\s+)?"
+    r"(?:contain|mention|provide|include|cover|specify|say|describe|explain|state|discuss|"
+    r"address|have|give|list|offer|tell|show|answer|detail)"
+    r"|(?:there\s+is|i\s+(?:found|could\s+find|can\s+find))\s+no\s+"
+    r"(?:specific\s+|direct\s+|explicit\s+)?(?:information|mention|details?|documentation)"
+    r"|(?:i\s+)?(?:cannot|can't|could\s+not|couldn't)\s+find\s+(?:any\s+)?"
+    r"(?:information|mention|details?|documentation)"
+    r"|(?:is|are)\s+not\s+(?:\w+ly\s+)?(?:covered|mentioned|documented|described|specified|"
+    r"addressed|discussed)\s+in\s+the\s+(?:provided\s+)?(?:documents?|documentation|docs))",
+    re.IGNORECASE,
+)
+_FIRST_SENTENCE = re.compile(r"^.*?(?:[.!?](?=\s|$)|\n\n|$)", re.DOTALL)
+_CONTRAST = re.compile(r"\b(?:but|however|although|though|instead)\b", re.IGNORECASE)
+
+
+def declines(answer: str) -> bool:
+    """Whether the answer's opening says the documents do not hold the answer.
+
+    Only the first sentence decides, and only when it cites nothing and the answer does not
+    turn to one ("... does not say X. However, `Y` does [1]" is an answer): a closing "the
+    documents do not say whether Z" after a cited answer is a caveat, not a refusal.
+    """
+    text = answer.strip()
+    first = _FIRST_SENTENCE.match(text).group(0)
+    second = _FIRST_SENTENCE.match(text[len(first) :].strip()).group(0)
+    return bool(
+        _DECLINE.search(first)
+        and not _CITATION.search(first)
+        and not _CONTRAST.search(first + " " + second)
+    )
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*_\[(\"'])|\n+")
+_MARKUP = re.compile(r"^\s*(?:[-*+]|\d+[.)]|#{1,6})\s+|\*\*|__")
+MAX_CLAIMS = 6  # each is a model call; an answer longer than this is checked on its first six
+
+
+def answer_claims(answer: str) -> list[str]:
+    """The sentences of an answer that state something, without code blocks and citations.
+
+    Code is left to the lexical check of its specifics; a heading, a bare "For example:" or a
+    sentence of fewer than four words states nothing a judge could check.
+    """
+    prose = _CITATION.sub("", _FENCED.sub("\n", answer))
+    claims = []
+    for piece in _SENTENCE_END.split(prose):
+        sentence = _MARKUP.sub("", piece).strip()
+        if len(sentence.split()) >= 4 and not sentence.endswith(":"):
+            claims.append(" ".join(sentence.split()))
+    return claims[:MAX_CLAIMS]

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ValidationError
 
 from ragapp.graph import prompts
 from ragapp.graph.context import ChatModels, Usage
-from ragapp.graph.grounding import lexical_support
+from ragapp.graph.grounding import answer_claims, lexical_support
 from ragapp.graph.schemas import AnswerFaithfulness, DocumentRelevance
 from ragapp.graph.state import RetrievedDoc
 from ragapp.providers.model_errors import explained_failures
@@ -170,13 +170,20 @@ def yes_probability(model: BaseChatModel, messages: list[BaseMessage], *, usage:
 
 
 def judge_relevance(
-    models: ChatModels, question: str, doc: RetrievedDoc, *, usage: Usage
+    models: ChatModels, question: str, docs: list[RetrievedDoc], number: int, *, usage: Usage
 ) -> DocumentRelevance:
-    """How well `doc` answers `question`, by the configured judge method."""
+    """How well document [`number`] of `docs` answers `question`, by the configured method.
+
+    The yes/no judge reads all of `docs` (the shared prefix that generation reuses); the
+    structured judge reads that one document, as the design article's grader does.
+    """
+    doc = docs[number - 1]
     if models.relevance_method == "logprobs":
         p = _with_retry(
             lambda: yes_probability(
-                models.grader, prompts.relevance_yes_no_messages(question, doc), usage=usage
+                models.grader,
+                prompts.relevance_yes_no_messages(question, docs, number),
+                usage=usage,
             ),
             task="grade_docs",
         )
@@ -197,16 +204,24 @@ def judge_relevance(
 
 
 def judge_faithfulness(
-    models: ChatModels, question: str, answer: str, docs: list[RetrievedDoc], *, usage: Usage
+    models: ChatModels,
+    question: str,
+    answer: str,
+    docs: list[RetrievedDoc],
+    usable: list[int],
+    *,
+    usage: Usage,
 ) -> AnswerFaithfulness:
-    """Whether the documents support every claim of `answer`, by the configured judge method."""
+    """Whether documents `usable` of `docs` support every claim of `answer`, by the method set."""
     if models.faithfulness_method == "lexical":
-        return lexical_verdict(answer, docs)
+        return lexical_verdict(question, answer, [docs[n - 1] for n in usable])
+    if models.faithfulness_method == "claims":
+        return claims_verdict(models, question, answer, docs, usable, usage=usage)
     if models.faithfulness_method == "logprobs":
         p = _with_retry(
             lambda: yes_probability(
                 models.grader,
-                prompts.faithful_yes_no_messages(question, answer, docs),
+                prompts.faithful_yes_no_messages(question, answer, docs, usable),
                 usage=usage,
             ),
             task="grade_answer",
@@ -224,7 +239,7 @@ def judge_faithfulness(
     return structured_call(
         models.grader,
         AnswerFaithfulness,
-        prompts.grade_answer_messages(question, answer, docs),
+        prompts.grade_answer_messages(question, answer, docs, usable),
         usage=usage,
         method=models.structured_method,
         task="grade_answer",
@@ -232,7 +247,7 @@ def judge_faithfulness(
     )
 
 
-def lexical_verdict(answer: str, docs: list[RetrievedDoc]) -> AnswerFaithfulness:
+def lexical_verdict(question: str, answer: str, docs: list[RetrievedDoc]) -> AnswerFaithfulness:
     """The faithfulness verdict of the deterministic check in `grounding` (no model call).
 
     The score is the share of the answer's words the documents contain, capped at 0.5 while any
@@ -242,7 +257,9 @@ def lexical_verdict(answer: str, docs: list[RetrievedDoc]) -> AnswerFaithfulness
     # The generator was shown each document's source path and section too (prompts.py), and a
     # page's own name is often only there ("NOTIFY > Parameters", "docs/configuration.md").
     support = lexical_support(
-        answer, [f"{doc.source_path}\n{doc.heading_path}\n{doc.text}" for doc in docs]
+        answer,
+        [f"{doc.source_path}\n{doc.heading_path}\n{doc.text}" for doc in docs],
+        question=question,
     )
     score = min(support.coverage, 0.5) if support.unsupported else support.coverage
     risk = "low" if score >= 0.8 else "medium" if score >= 0.5 else "high"
@@ -260,6 +277,53 @@ def lexical_verdict(answer: str, docs: list[RetrievedDoc]) -> AnswerFaithfulness
         faithfulness_score=round(score, 3),
         hallucination_risk=risk,
         refinement_suggestion="" if not claims else "remove the specifics the documents lack",
+    )
+
+
+def claims_verdict(
+    models: ChatModels,
+    question: str,
+    answer: str,
+    docs: list[RetrievedDoc],
+    usable: list[int],
+    *,
+    usage: Usage,
+) -> AnswerFaithfulness:
+    """The lexical check as a veto, then the grader's P(yes) that the documents state each claim.
+
+    A specific the documents lack fails the answer with no model call. Otherwise every sentence
+    that states something is asked about on its own, as a short tail over the cached documents
+    prefix (Self-RAG's IsSup): a correct paraphrase passes, and a sentence that reuses the
+    documents' words to say something they do not is caught. The score is the weakest claim's.
+    """
+    lexical = lexical_verdict(question, answer, [docs[n - 1] for n in usable])
+    if lexical.problematic_claims:
+        return lexical
+    supports = []
+    for claim in answer_claims(answer):
+        p = _with_retry(
+            lambda claim=claim: yes_probability(
+                models.grader,
+                prompts.claim_support_messages(question, docs, claim, usable),
+                usage=usage,
+            ),
+            task="grade_answer",
+        )
+        supports.append((claim, p))
+    if not supports:
+        return lexical  # nothing but code and headings: the specifics decide
+    weakest = min(p for _, p in supports)
+    doubtful = [f"{claim} (P(supported) = {p:.2f})" for claim, p in supports if p < 0.5]
+    risk = "low" if weakest >= 0.8 else "medium" if weakest >= 0.5 else "high"
+    return AnswerFaithfulness(
+        reasoning=(
+            f"{lexical.reasoning}. Each claim, P(the documents state it): "
+            + "; ".join(f"{p:.2f}" for _, p in supports)
+        ),
+        problematic_claims=doubtful[:MAX_LIST_ITEMS],
+        faithfulness_score=round(weakest, 3),
+        hallucination_risk=risk,
+        refinement_suggestion="" if not doubtful else "remove or qualify the doubtful claims",
     )
 
 

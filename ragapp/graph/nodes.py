@@ -15,8 +15,9 @@ from langgraph.runtime import Runtime
 from ragapp.events import EventKind
 from ragapp.graph import prompts
 from ragapp.graph.context import GraphContext
+from ragapp.graph.grounding import declines
 from ragapp.graph.judges import judge_faithfulness, judge_relevance, text_call
-from ragapp.graph.state import AnswerGrade, DocGrade, RAGState, RetrievedDoc
+from ragapp.graph.state import AnswerGrade, DocGrade, RAGState, RetrievedDoc, usable_numbers
 
 
 @contextmanager
@@ -53,17 +54,29 @@ def retrieve(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
 
 
 def grade_docs(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
-    """Judge each document's relevance to the original question, concurrently (bounded)."""
+    """Judge each document's relevance to the original question.
+
+    The documents the judge reads become the shared documents block of every later prompt of
+    this retrieval (`context_documents`): the latest hits that were not pre-filtered, then the
+    documents kept from earlier retrievals.
+    """
     ctx = runtime.context
     docs = state.get("documents", [])
     question = state["original_query"]  # relevance to what was asked, not to the search string
+    earlier = state.get("filtered_documents", [])
+    floor = ctx.limits.prefilter_similarity
+    judged = [doc for doc in docs if not (floor and doc.similarity < floor)]
+    judged_ids = {doc.chunk_id for doc in judged}
+    context = judged + [doc for doc in earlier if doc.chunk_id not in judged_ids]
+    # A chunk judged in an earlier retrieval of this run keeps its verdict: the question is the
+    # same, and a broadened search often finds the same chunks again.
+    seen = dict(state.get("seen_grades", {}))
     with _timed(ctx, "grade_docs") as timing:
-        if docs:
-            workers = max(1, min(ctx.limits.grade_concurrency, len(docs)))
-            with ThreadPoolExecutor(max_workers=workers) as pool:
-                grades = list(pool.map(lambda d: _grade_one(ctx, question, d), docs))
-        else:
-            grades = []
+        new = [n for n, doc in enumerate(judged, 1) if doc.chunk_id not in seen]
+        seen.update(_judge_all(ctx, question, context, new))
+    grades = [
+        seen[doc.chunk_id] if doc.chunk_id in seen else _prefiltered(doc, floor) for doc in docs
+    ]
     for number, grade in enumerate(grades, 1):
         ctx.emitter.emit(
             EventKind.GRADE,
@@ -82,7 +95,7 @@ def grade_docs(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
         )
     # Documents that passed in an earlier retrieval stay: broadening widens the evidence, it
     # does not throw away what was already found relevant.
-    kept = {doc.chunk_id: doc for doc in state.get("filtered_documents", [])}
+    kept = {doc.chunk_id: doc for doc in earlier}
     for grade in grades:
         if grade.passed:
             kept.setdefault(grade.doc.chunk_id, grade.doc)
@@ -98,29 +111,56 @@ def grade_docs(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
         node="grade_docs",
         duration_ms=timing["ms"],
     )
-    return {"grades": grades, "filtered_documents": passed}
+    return {
+        "grades": grades,
+        "filtered_documents": passed,
+        "context_documents": context,
+        "seen_grades": seen,
+    }
 
 
-def _grade_one(ctx: GraphContext, question: str, doc: RetrievedDoc) -> DocGrade:
-    floor = ctx.limits.prefilter_similarity
-    if floor and doc.similarity < floor:
-        # A model call costs seconds on a CPU; a chunk this far from the question in embedding
-        # space was never judged relevant on the golden sets (docs/evaluation.md).
-        return DocGrade(
-            doc=doc,
-            score=0.0,
-            relevant=False,
-            reasoning=f"cosine similarity {doc.similarity:.2f} is below the pre-filter {floor:.2f}",
-            passed=False,
-            prefiltered=True,
-        )
+def _judge_all(
+    ctx: GraphContext, question: str, context: list[RetrievedDoc], numbers: list[int]
+) -> dict[int, DocGrade]:
+    """Verdicts on documents `numbers` of `context` (their [n]), by chunk id."""
+    if ctx.models.relevance_method == "logprobs":
+        # One slot reads the shared prefix once; every verdict after the first is a short tail
+        # over the cached documents, so asking them one by one costs no more than at once.
+        grades = [_grade_one(ctx, question, context, n) for n in numbers]
+    elif numbers:
+        workers = max(1, min(ctx.limits.grade_concurrency, len(numbers)))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            grades = list(pool.map(lambda n: _in_pool(ctx, question, context, n), numbers))
+    else:
+        grades = []
+    return {grade.doc.chunk_id: grade for grade in grades}
+
+
+def _in_pool(ctx: GraphContext, question: str, context: list[RetrievedDoc], n: int) -> DocGrade:
     try:
-        verdict = judge_relevance(ctx.models, question, doc, usage=ctx.usage)
+        return _grade_one(ctx, question, context, n)
     finally:
-        close_old_connections()  # this runs in a pool thread; never leak its connection
-    score = min(1.0, max(0.0, float(verdict.score)))
+        close_old_connections()  # a pool thread's connection must not leak
+
+
+def _prefiltered(doc: RetrievedDoc, floor: float) -> DocGrade:
+    # A model call costs seconds on a CPU; a chunk this far from the question in embedding
+    # space was never judged relevant on the golden sets (docs/evaluation.md).
     return DocGrade(
         doc=doc,
+        score=0.0,
+        relevant=False,
+        reasoning=f"cosine similarity {doc.similarity:.2f} is below the pre-filter {floor:.2f}",
+        passed=False,
+        prefiltered=True,
+    )
+
+
+def _grade_one(ctx: GraphContext, question: str, context: list[RetrievedDoc], n: int) -> DocGrade:
+    verdict = judge_relevance(ctx.models, question, context, n, usage=ctx.usage)
+    score = min(1.0, max(0.0, float(verdict.score)))
+    return DocGrade(
+        doc=context[n - 1],
         score=score,
         relevant=bool(verdict.relevant),
         reasoning=verdict.reasoning,
@@ -183,7 +223,9 @@ def generate(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
     with _timed(ctx, "generate") as timing:
         answer = text_call(
             ctx.models.generator,
-            prompts.generate_messages(state["original_query"], docs),
+            prompts.generate_messages(
+                state["original_query"], state["context_documents"], usable_numbers(state)
+            ),
             usage=ctx.usage,
         )
     ctx.emitter.emit(
@@ -191,6 +233,7 @@ def generate(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
         {
             "fallback": False,
             "sources": [doc.summary() for doc in docs],
+            "usable": usable_numbers(state),
             "answer_chars": len(answer),
             "duration_ms": round(timing["ms"], 1),
         },
@@ -204,15 +247,50 @@ def grade_answer(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
     """Judge whether every claim of the answer is supported by its sources."""
     ctx = runtime.context
     with _timed(ctx, "grade_answer") as timing:
-        verdict = judge_faithfulness(
-            ctx.models,
-            state["original_query"],
-            state["generation"],
-            state["filtered_documents"],
-            usage=ctx.usage,
+        grade = _grade_answer(ctx, state)
+    ctx.emitter.emit(
+        EventKind.GRADE_ANSWER,
+        {
+            "faithfulness_score": round(grade.faithfulness_score, 3),
+            "hallucination_risk": grade.hallucination_risk,
+            "problematic_claims": grade.problematic_claims,
+            "refinement_suggestion": grade.refinement_suggestion,
+            "reasoning": grade.reasoning,
+            "faithful": grade.faithful,
+            "declined": grade.declined,
+            "threshold": ctx.limits.answer_confidence_threshold,
+            "after_refinement": state.get("correction_count", 0) > 0,
+            "duration_ms": round(timing["ms"], 1),
+        },
+        node="grade_answer",
+        duration_ms=timing["ms"],
+    )
+    return {"answer_grade": grade}
+
+
+def _grade_answer(ctx: GraphContext, state: RAGState) -> AnswerGrade:
+    if declines(state["generation"]):
+        # "The documents do not cover this" is the honest answer the writer is asked for when
+        # they do not: the run ends refused, with the closest passages shown (runner.py).
+        return AnswerGrade(
+            faithfulness_score=1.0,
+            hallucination_risk="low",
+            problematic_claims=[],
+            refinement_suggestion="",
+            reasoning="the answer says the documents do not answer the question",
+            faithful=False,
+            declined=True,
         )
+    verdict = judge_faithfulness(
+        ctx.models,
+        state["original_query"],
+        state["generation"],
+        state["context_documents"],
+        usable_numbers(state),
+        usage=ctx.usage,
+    )
     score = min(1.0, max(0.0, float(verdict.faithfulness_score)))
-    grade = AnswerGrade(
+    return AnswerGrade(
         faithfulness_score=score,
         hallucination_risk=verdict.hallucination_risk,
         problematic_claims=list(verdict.problematic_claims),
@@ -225,23 +303,6 @@ def grade_answer(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
         faithful=score >= ctx.limits.answer_confidence_threshold
         and not (ctx.limits.risk_veto and verdict.hallucination_risk == "high"),
     )
-    ctx.emitter.emit(
-        EventKind.GRADE_ANSWER,
-        {
-            "faithfulness_score": round(score, 3),
-            "hallucination_risk": grade.hallucination_risk,
-            "problematic_claims": grade.problematic_claims,
-            "refinement_suggestion": grade.refinement_suggestion,
-            "reasoning": grade.reasoning,
-            "faithful": grade.faithful,
-            "threshold": ctx.limits.answer_confidence_threshold,
-            "after_refinement": state.get("correction_count", 0) > 0,
-            "duration_ms": round(timing["ms"], 1),
-        },
-        node="grade_answer",
-        duration_ms=timing["ms"],
-    )
-    return {"answer_grade": grade}
 
 
 def refine_answer(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
@@ -255,9 +316,10 @@ def refine_answer(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
             prompts.refine_messages(
                 state["original_query"],
                 before,
-                state["filtered_documents"],
+                state["context_documents"],
                 grade.problematic_claims,
                 grade.refinement_suggestion,
+                usable_numbers(state),
             ),
             usage=ctx.usage,
         )

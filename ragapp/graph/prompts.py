@@ -1,14 +1,19 @@
 """Prompts. Documents come first and instructions last, in one shared layout.
 
-generate, grade_answer and refine_answer all start with the same system message and the same
-documents block, so a llama.cpp server (and OpenAI's prompt cache) can reuse that prefix instead
-of reading it again. Document text is always fenced in <document> tags and declared to be data:
-a document that says "ignore previous instructions" is quoted, not obeyed. No text from outside
-(a document, a question, a draft answer, a grader's claims) can open or close one of those tags:
-every spelling of them in such text is defused first (`defuse`).
+Every answer-level prompt (the relevance verdicts of the yes/no judge, generate, the answer
+check and refine) starts with the same system message, the same numbered documents and the
+question, and only its last lines differ. A llama.cpp server (and OpenAI's prompt cache) then
+reads the documents once per retrieval: each relevance verdict is a short tail over the cached
+documents, and the answer is written from the same cache. The documents an answer may use (the
+ones that passed grading) are named in the tail, so the shared prefix never changes with them.
 
-The per-document yes/no relevance prompt is the exception: it has no prefix to share, and the
-question before the document measured better with the small local models.
+Document text is always fenced in <document> tags and declared to be data: a document that says
+"ignore previous instructions" is quoted, not obeyed. No text from outside (a document, a
+question, a draft answer, a grader's claims) can open or close one of those tags: every spelling
+of them in such text is defused first (`defuse`).
+
+The structured relevance prompt (one document, JSON reply) is the exception: it is the seed's
+per-document grader for capable models, which gain nothing from a shared prefix.
 """
 
 from __future__ import annotations
@@ -70,56 +75,86 @@ def _ask(body: str) -> list[BaseMessage]:
     return [SystemMessage(SYSTEM), HumanMessage(body)]
 
 
+def _shared(question: str, docs: list[RetrievedDoc], tail: str) -> list[BaseMessage]:
+    """The shared prefix (system, documents, question), then `tail`: all that differs."""
+    return _ask(f"{documents_block(docs)}\n\nQuestion: {defuse(question)}\n\n{tail}")
+
+
 def _answer(text: str) -> str:
     return "<answer>\n" + defuse(text) + "\n</answer>"
 
 
-def generate_messages(question: str, docs: list[RetrievedDoc]) -> list[BaseMessage]:
-    """Ask for an answer to `question` from `docs` only, citing them as [n]."""
-    return _ask(
-        f"{documents_block(docs)}\n\nQuestion: {defuse(question)}\n\n"
-        "Answer the question using only the documents above. After each claim, cite the "
-        "document it comes from by its number in square brackets, like [1] or [2]. Name "
-        "settings, commands, options and values exactly as the documents write them. If the "
-        "documents do not contain the answer, say so plainly instead of guessing. Be concise "
-        "and use Markdown; put commands and code in fenced code blocks."
+def _numbers(usable: list[int]) -> str:
+    names = [f"[{n}]" for n in usable]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _only(docs: list[RetrievedDoc], usable: list[int] | None) -> str:
+    """How a tail names the documents that may be used: all of them, or the ones that passed."""
+    if usable is None or len(usable) == len(docs):
+        return "the documents above"
+    return f"documents {_numbers(usable)} (the others do not help with this question)"
+
+
+def generate_messages(
+    question: str, docs: list[RetrievedDoc], usable: list[int] | None = None
+) -> list[BaseMessage]:
+    """Ask for an answer to `question` from the `usable` documents only, citing them as [n]."""
+    return _shared(
+        question,
+        docs,
+        f"Answer the question using only {_only(docs, usable)}. Start with the direct answer. "
+        "After each sentence, cite the document it comes from by its number in square "
+        "brackets, like [1]. Name settings, commands, options and values exactly as the "
+        "documents write them, and do not add details the documents do not state. If the "
+        "documents do not contain the answer, say only that the documentation does not cover "
+        "it. Be concise and use Markdown; put commands and code in fenced code blocks.",
     )
 
 
 def grade_answer_messages(
-    question: str, answer: str, docs: list[RetrievedDoc]
+    question: str, answer: str, docs: list[RetrievedDoc], usable: list[int] | None = None
 ) -> list[BaseMessage]:
-    """Ask whether every claim in `answer` is supported by `docs`."""
-    return _ask(
-        f"{documents_block(docs)}\n\nQuestion: {defuse(question)}\n\n{_answer(answer)}\n\n"
-        "Check the answer against the documents above, claim by claim. List every claim the "
+    """Ask whether every claim in `answer` is supported by the `usable` documents."""
+    return _shared(
+        question,
+        docs,
+        f"{_answer(answer)}\n\n"
+        f"Check the answer against {_only(docs, usable)}, claim by claim. List every claim the "
         "documents do not support. faithfulness_score is the share of the answer the "
         "documents support (1.0 = everything). hallucination_risk is low when every claim is "
         "supported, medium when minor details are not, high when a main claim is not. "
-        "Reply in JSON."
+        "Reply in JSON.",
     )
 
 
 def refine_messages(
-    question: str, answer: str, docs: list[RetrievedDoc], claims: list[str], suggestion: str
+    question: str,
+    answer: str,
+    docs: list[RetrievedDoc],
+    claims: list[str],
+    suggestion: str,
+    usable: list[int] | None = None,
 ) -> list[BaseMessage]:
     """Ask for the answer rewritten without (or clearly qualifying) the unsupported claims."""
     # The claims and the suggestion come from the grader, which has read the documents.
     listed = "\n".join(f"- {defuse(claim)}" for claim in claims) or (
         "- (the reviewer did not list them: find them by checking each claim)"
     )
-    return _ask(
-        f"{documents_block(docs)}\n\nQuestion: {defuse(question)}\n\n{_answer(answer)}\n\n"
+    return _shared(
+        question,
+        docs,
+        f"{_answer(answer)}\n\n"
         f"These claims in the answer are not supported by the documents:\n{listed}\n"
         f"Reviewer's suggestion: {defuse(suggestion) or 'remove them'}\n\n"
-        "Rewrite the answer so that every claim is supported by the documents above: remove "
+        f"Rewrite the answer so that every claim is supported by {_only(docs, usable)}: remove "
         "the unsupported claims or say clearly that the documentation does not cover them. "
-        "Keep the [n] citations. Reply with the new answer only."
+        "Keep the [n] citations. Reply with the new answer only.",
     )
 
 
 def grade_document_messages(question: str, doc: RetrievedDoc) -> list[BaseMessage]:
-    """Ask whether one document helps answer `question`."""
+    """Ask whether one document helps answer `question` (the structured judge)."""
     return _ask(
         f"{_document(None, doc)}\n\nQuestion: {defuse(question)}\n\n"
         "Does the document above contain information that helps answer the question? "
@@ -128,23 +163,40 @@ def grade_document_messages(question: str, doc: RetrievedDoc) -> list[BaseMessag
     )
 
 
-def relevance_yes_no_messages(question: str, doc: RetrievedDoc) -> list[BaseMessage]:
-    """Ask for a one-word verdict whose yes/no token probabilities become the relevance score."""
-    return _ask(
-        f"Question: {defuse(question)}\n\n{_document(None, doc)}\n\n"
-        "Does the document above contain information that helps answer the question? "
-        "Answer with one word: yes or no."
+def relevance_yes_no_messages(
+    question: str, docs: list[RetrievedDoc], number: int
+) -> list[BaseMessage]:
+    """Ask for a one-word verdict on document `number`, over the shared documents prefix."""
+    return _shared(
+        question,
+        docs,
+        f"Does document [{number}] contain information that helps answer the question? "
+        "Answer with one word: yes or no.",
     )
 
 
 def faithful_yes_no_messages(
-    question: str, answer: str, docs: list[RetrievedDoc]
+    question: str, answer: str, docs: list[RetrievedDoc], usable: list[int] | None = None
 ) -> list[BaseMessage]:
     """Ask for a one-word verdict on whether the documents support every claim of the answer."""
-    return _ask(
-        f"{documents_block(docs)}\n\nQuestion: {defuse(question)}\n\n{_answer(answer)}\n\n"
-        "Is every claim in the answer supported by the documents above? "
-        "Answer with one word: yes or no."
+    return _shared(
+        question,
+        docs,
+        f"{_answer(answer)}\n\n"
+        f"Is every claim in the answer supported by {_only(docs, usable)}? "
+        "Answer with one word: yes or no.",
+    )
+
+
+def claim_support_messages(
+    question: str, docs: list[RetrievedDoc], claim: str, usable: list[int]
+) -> list[BaseMessage]:
+    """Ask for a one-word verdict on one claim of an answer (Self-RAG's IsSup), over the prefix."""
+    return _shared(
+        question,
+        docs,
+        f"Claim: {defuse(claim)}\n\n"
+        f"Do {_only(docs, usable)} state this claim? Answer with one word: yes or no.",
     )
 
 

@@ -25,10 +25,15 @@ def after_generate(state: RAGState) -> Literal["grade_answer", "end"]:
 def after_grade_answer(
     state: RAGState, limits: GraphLimits
 ) -> Literal["answered", "refine_answer", "refused"]:
-    """Faithful: done. Unfaithful: refine once; still unfaithful after that: refuse."""
+    """Faithful: done. Unfaithful: refine once; still unfaithful after that: refuse.
+
+    An answer that says the documents do not cover the question is refused at once.
+    """
     grade = state.get("answer_grade")
     if grade is not None and grade.faithful:
         return "answered"
+    if grade is not None and grade.declined:
+        return "refused"  # the writer found no answer in the documents: a rewrite cannot help
     if state.get("correction_count", 0) < limits.max_refinements:
         return "refine_answer"
     return "refused"

@@ -50,6 +50,8 @@ class AnswerGrade:
     refinement_suggestion: str
     reasoning: str
     faithful: bool
+    # The writer said the documents do not hold the answer: nothing to check, nothing to refine.
+    declined: bool = False
 
 
 class RAGState(TypedDict, total=False):
@@ -59,9 +61,21 @@ class RAGState(TypedDict, total=False):
     original_query: str  # what the user asked; never changed, always what is answered
     documents: list[RetrievedDoc]  # the latest retrieval's hits
     grades: list[DocGrade]  # the latest grading, one per document
-    filtered_documents: list[RetrievedDoc]  # the hits that passed grading
+    filtered_documents: list[RetrievedDoc]  # the hits that passed grading (kept across retrievals)
+    # What every answer-level prompt shows, numbered [1]..[n]: the latest graded hits, then the
+    # earlier kept ones. Only the filtered ones among them may be used (see `usable_numbers`).
+    context_documents: list[RetrievedDoc]
+    seen_grades: dict[int, DocGrade]  # every verdict of this run, by chunk id (never re-judged)
     generation: str  # the current answer
     fallback: bool  # True when generation is the honest no-docs message
     answer_grade: AnswerGrade | None
     iteration_count: Annotated[int, operator.add]  # retrievals so far
     correction_count: Annotated[int, operator.add]  # refinements so far
+
+
+def usable_numbers(state: RAGState) -> list[int]:
+    """The [n] numbers, in the shared documents block, of the documents that passed grading."""
+    kept = {doc.chunk_id for doc in state.get("filtered_documents", [])}
+    return [
+        n for n, doc in enumerate(state.get("context_documents", []), 1) if doc.chunk_id in kept
+    ]

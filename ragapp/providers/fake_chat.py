@@ -27,6 +27,9 @@ _QUESTION = re.compile(r"^Question: (.*)$", re.M)
 _ANSWER = re.compile(r"<answer>\n(.*?)\n</answer>", re.S)
 _USER_ASKED = re.compile(r"^The user asked: (.*)$", re.M)
 _QUERY_WAS = re.compile(r"^The search query was: (.*)$", re.M)
+# The tails of the shared-prefix prompts: which document a verdict is about, which ones may be used.
+_ABOUT = re.compile(r"Does document \[(\d+)\]")
+_USABLE = re.compile(r"documents ((?:\[\d+\](?:, | and )?)+) \(the others")
 _WORDS = re.compile(r"[a-z0-9]+")
 _STOP = frozenset(
     "the a an and or of to in on for is are how do does what which with can i my".split()
@@ -84,7 +87,7 @@ class FakeChatModel(BaseChatModel):
             time.sleep(self.delay_s)
         if kwargs.get("logprobs"):
             return self._yes_no(prompt)
-        docs = _DOC.findall(prompt)
+        docs = _usable(prompt)
         answer = _ANSWER.search(prompt)
         if _USER_ASKED.search(prompt):  # broaden_query
             self.script.calls.append("broaden")
@@ -124,11 +127,10 @@ class FakeChatModel(BaseChatModel):
             message = _message(prompt, "maybe")
             message.response_metadata = {"logprobs": {"content": []}}
             return ChatResult(generations=[ChatGeneration(message=message)])
-        docs = _DOC.findall(prompt)
         if answer:
-            p = float(self.script.faithfulness(answer.group(1), docs))
+            p = float(self.script.faithfulness(answer.group(1), _usable(prompt)))
         else:
-            p = float(self.script.relevance(_first(_QUESTION, prompt), docs[0] if docs else ""))
+            p = float(self.script.relevance(_first(_QUESTION, prompt), _about(prompt)))
         p = min(max(p, 1e-6), 1 - 1e-6)
         top = [
             {"token": "yes", "logprob": math.log(p)},
@@ -153,7 +155,7 @@ class FakeChatModel(BaseChatModel):
         if schema is AnswerFaithfulness:
             answer = _ANSWER.search(prompt)
             score = float(
-                self.script.faithfulness(answer.group(1) if answer else "", _DOC.findall(prompt))
+                self.script.faithfulness(answer.group(1) if answer else "", _usable(prompt))
             )
             risk = "low" if score >= 0.8 else "medium" if score >= 0.5 else "high"
             if self.script.risk is not None:
@@ -166,6 +168,24 @@ class FakeChatModel(BaseChatModel):
                 refinement_suggestion="" if risk == "low" else "remove the unsupported claim",
             )
         raise TypeError(f"FakeChatModel has no script for {schema.__name__}")
+
+
+def _about(prompt: str) -> str:
+    """The document a yes/no relevance prompt asks about (its [n]), or the only one."""
+    docs = _DOC.findall(prompt)
+    number = _ABOUT.search(prompt)
+    index = int(number.group(1)) - 1 if number else 0
+    return docs[index] if 0 <= index < len(docs) else ""
+
+
+def _usable(prompt: str) -> list[str]:
+    """The documents the prompt's tail allows: the ones it names, or all of them."""
+    docs = _DOC.findall(prompt)
+    named = _USABLE.search(prompt)
+    if not named:
+        return docs
+    numbers = [int(n) for n in re.findall(r"\d+", named.group(1))]
+    return [docs[n - 1] for n in numbers if 0 < n <= len(docs)]
 
 
 def _first(pattern: re.Pattern, text: str) -> str:

@@ -24,7 +24,7 @@
       case "grade_docs": return p.passed + " of " + p.total + " documents passed" + ms(p);
       case "broaden": return "broadened the query: “" + p.old_query + "” → “" + p.new_query + "”";
       case "generate": return p.fallback ? "no relevant documents: honest fallback, no model call" : "generated an answer from " + (p.sources || []).length + " documents" + ms(p);
-      case "grade_answer": return "faithfulness " + Number(p.faithfulness_score).toFixed(2) + ", risk " + p.hallucination_risk + ": " + (p.faithful ? "faithful" : "not faithful") + ms(p);
+      case "grade_answer": if (p.declined) { return "the answer says the documents do not cover the question" + ms(p); } return "faithfulness " + Number(p.faithfulness_score).toFixed(2) + ", risk " + p.hallucination_risk + ": " + (p.faithful ? "faithful" : "not faithful") + ms(p);
       case "refine": return "refined the answer" + ms(p);
       case "answer": return "final: " + p.status;
       case "error": return "error: " + p.message;

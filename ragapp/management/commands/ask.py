@@ -48,5 +48,12 @@ class Command(BaseCommand):
                 f"  [{source['n']}] {source['source_path']} > {source['heading_path']} "
                 f"(similarity {source['similarity']:.2f})"
             )
+        if passages := meta.get("passages"):
+            self.stdout.write("Closest passages (what the search found, not an answer):")
+            for passage in passages:
+                self.stdout.write(
+                    f"  - {passage['source_path']} > {passage['heading_path']} "
+                    f"(relevance {passage['relevance']:.2f})\n    {passage['excerpt']}"
+                )
         tokens = sum(t["input"] + t["output"] for t in meta.get("tokens", {}).values())
         self.stdout.write(f"{meta.get('total_ms', 0) / 1000:.1f} s, {tokens} tokens, run {run.pk}")

@@ -10,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 from tqdm import tqdm
 
-from ragapp.evaluation.golden import GoldenFileError, load_golden
+from ragapp.evaluation.golden import GoldenFileError, load_golden, sample_items
 from ragapp.evaluation.harness import evaluate, settings_snapshot
 from ragapp.evaluation.html import render_html
 from ragapp.evaluation.report import aggregate, compare, fmt, headline
@@ -38,7 +38,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--sample",
             type=int,
-            help="Only N questions spread evenly through the file (a quicker, still mixed run).",
+            help="Only N questions: every unanswerable one, then answerable ones spread evenly.",
         )
         parser.add_argument("--name", help="A name for this evaluation (default: the file name).")
         parser.add_argument(
@@ -65,9 +65,8 @@ class Command(BaseCommand):
         except GoldenFileError as exc:
             raise CommandError(str(exc)) from None
         items = items[:limit] if limit else items
-        if sample and sample < len(items):
-            step = len(items) / sample
-            items = [items[int(i * step)] for i in range(sample)]
+        if sample:
+            items = sample_items(items, sample)
         if pending := pending_migrations():
             raise CommandError(
                 f"The database is missing {len(pending)} migration(s) ({', '.join(pending)}): "

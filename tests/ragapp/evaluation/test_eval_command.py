@@ -143,10 +143,28 @@ def test_clear_errors_for_a_bad_file_an_empty_knowledge_base_and_bad_flags(golde
         run(golden, "--compare", tmp_path / "none.json")
 
 
-def test_a_sample_spreads_over_the_file(golden, tmp_path, knowledge_base):
+def test_a_sample_keeps_every_unanswerable_question(golden, tmp_path, knowledge_base):
     run(golden, "--retrieval-only", "--sample", "2", "--output", tmp_path / "s")
     report = json.loads((tmp_path / "s" / "report.json").read_text())
-    assert [item["id"] for item in report["items"]] == ["beta-port", "alpha-config"]
+    # The one unanswerable question, then answerable ones spread evenly, in file order.
+    assert [item["id"] for item in report["items"]] == ["beta-port", "saml"]
+
+
+def test_sample_items_spreads_the_answerable_questions():
+    from ragapp.evaluation.golden import GoldenItem, sample_items
+
+    items = [
+        GoldenItem(
+            id=f"q{i}", question="?", answerable=i % 5 != 0, sources=[], facts=[], section=""
+        )
+        for i in range(20)
+    ]
+    chosen = [item.id for item in sample_items(items, 8)]
+    assert chosen == ["q0", "q1", "q5", "q6", "q10", "q11", "q15", "q16"]
+    assert len(sample_items(items, 3)) == 3 and all(
+        not item.answerable for item in sample_items(items, 3)
+    )
+    assert sample_items(items, 50) == items
 
 
 def test_one_question_crashing_does_not_lose_the_evaluation(

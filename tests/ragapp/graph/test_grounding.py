@@ -2,7 +2,7 @@
 
 import pytest
 
-from ragapp.graph.grounding import lexical_support
+from ragapp.graph.grounding import declines, lexical_support
 from ragapp.graph.judges import lexical_verdict
 from ragapp.graph.state import RetrievedDoc
 
@@ -41,8 +41,8 @@ def test_citations_and_case_do_not_count_against_an_answer():
 
 def test_the_verdict_caps_the_score_while_a_specific_is_unsupported():
     doc = RetrievedDoc(1, 1, "t", "docs/x.md", "", DOCS[0], 0.9)
-    good = lexical_verdict("The default chunk size is 800 characters [1].", [doc])
-    bad = lexical_verdict("The default chunk size is 900 characters [1].", [doc])
+    good = lexical_verdict("", "The default chunk size is 800 characters [1].", [doc])
+    bad = lexical_verdict("", "The default chunk size is 900 characters [1].", [doc])
     assert good.faithfulness_score >= 0.8 and good.problematic_claims == []
     assert bad.faithfulness_score <= 0.5 and bad.hallucination_risk != "low"
     assert bad.problematic_claims == ["900 does not appear in the documents"]
@@ -102,9 +102,69 @@ def test_a_documents_heading_path_and_source_support_an_answer():
         1, 1, "NOTIFY", "sql-notify.html", "NOTIFY > Notes", "Under 8000 bytes.", 0.9
     )
     verdict = lexical_verdict(
-        "The `NOTIFY` payload must be under 8000 bytes (see sql-notify.html) [1].", [doc]
+        "", "The `NOTIFY` payload must be under 8000 bytes (see sql-notify.html) [1].", [doc]
     )
     assert verdict.problematic_claims == []
-    assert lexical_verdict("See `sql-listen.html` [1].", [doc]).problematic_claims == [
+    assert lexical_verdict("", "See `sql-listen.html` [1].", [doc]).problematic_claims == [
         "listen.html does not appear in the documents"
     ]
+
+
+def test_plain_specifics_of_the_question_may_be_repeated_but_made_up_names_may_not():
+    docs = ["Retries are configured with `max_retries` on the client."]
+    question = "In Acme 2.4, how do I set retries with ACME_RETRY_LIMIT?"
+    answer = "In Acme 2.4 (ACME), set `max_retries` on the client [1]."
+    assert lexical_support(answer, docs, question=question).unsupported == ()
+    assert lexical_support(answer, docs).unsupported == ("2.4", "acme")
+    made_up = "Set ACME_RETRY_LIMIT to 3 [1]."
+    assert lexical_support(made_up, docs, question=question).unsupported == ("acme_retry_limit",)
+
+
+def test_the_questions_words_count_as_covered():
+    docs = ["Run `ingest_docs --prune` to delete documents whose files are gone."]
+    question = "How do I clean out stale entries?"
+    answer = "To clean out stale entries, run `ingest_docs --prune` [1]."
+    assert (
+        lexical_support(answer, docs, question=question).coverage
+        > lexical_support(answer, docs).coverage
+    )
+
+
+@pytest.mark.parametrize(
+    ("answer", "unsupported"),
+    [
+        # A method documented under its module, or a dotted name written another way.
+        ("Call `readFile` [1].", ()),
+        ("Use `fs.promises.readFile` [1].", ()),
+        ("Use `fs.promises.writeFile` [1].", ("fs.promises.writefile",)),
+        # A call written with its arguments counts by the name it calls.
+        ("Run `readFile(path, 'utf8')` [1].", ()),
+        ("Run `readFileSync(path)` [1].", ("readfilesync",)),
+        # Names an example defines for itself are its own.
+        ("```js\nconst order_total = await fs.promises.readFile(p);\n```", ()),
+        ("```sql\nCREATE TABLE sales_2024 (id int);\n```", ()),
+        # ... but a file name must be found whole.
+        ("Edit `fs.json` [1].", ("fs.json",)),
+    ],
+)
+def test_names_written_in_another_form(answer, unsupported):
+    docs = ["fsPromises.readFile(path) reads a file: the promises API of the fs module."]
+    assert lexical_support(answer, docs).unsupported == unsupported
+
+
+@pytest.mark.parametrize(
+    ("answer", "declined"),
+    [
+        ("The provided documents do not contain information about SAML.", True),
+        ("There is no information about Helm charts in the documentation.", True),
+        ("SAML is not covered in the provided documentation.", True),
+        ("I could not find any information on this.", True),
+        # An answer after all, or a caveat after one, is not a refusal.
+        ("The documents do not mention Slack. However, webhooks are sent [1].", False),
+        ("The docs do not say X, but `Y` does [1].", False),
+        ("Use --reembed [1]. The documents do not say whether it is slow.", False),
+        ("Set RAG_TOP_K to 5 [1].", False),
+    ],
+)
+def test_an_answer_that_says_the_documents_do_not_cover_the_question(answer, declined):
+    assert declines(answer) is declined

@@ -67,7 +67,8 @@ def every_prompt(question: str, docs: list[RetrievedDoc], answer: str) -> dict[s
         "grade_answer": prompts.grade_answer_messages(question, answer, docs),
         "refine": prompts.refine_messages(question, answer, docs, [answer], answer),
         "grade_document": prompts.grade_document_messages(question, docs[0]),
-        "relevance_yes_no": prompts.relevance_yes_no_messages(question, docs[0]),
+        "relevance_yes_no": prompts.relevance_yes_no_messages(question, docs, 1),
+        "claim_support": prompts.claim_support_messages(question, docs, answer, [1]),
         "faithful_yes_no": prompts.faithful_yes_no_messages(question, answer, docs),
     }
     return {name: messages[-1].content for name, messages in built.items()}
@@ -76,7 +77,7 @@ def every_prompt(question: str, docs: list[RetrievedDoc], answer: str) -> dict[s
 def test_every_prompt_declares_documents_to_be_data():
     for name, messages in {
         "generate": prompts.generate_messages("q", [doc("x")]),
-        "relevance": prompts.relevance_yes_no_messages("q", doc("x")),
+        "relevance": prompts.relevance_yes_no_messages("q", [doc("x")], 1),
         "structured": prompts.grade_document_messages("q", doc("x")),
         "faithful": prompts.faithful_yes_no_messages("q", "a", [doc("x")]),
     }.items():
@@ -87,7 +88,7 @@ def test_every_prompt_declares_documents_to_be_data():
 def test_a_document_cannot_close_its_tag_in_any_prompt():
     docs = [doc(INJECTED, 1), doc("Beta starts with `beta serve`.", 2)]
     for name, prompt in every_prompt("How are invoices printed?", docs, "Blue [1].").items():
-        single = name in ("grade_document", "relevance_yes_no")
+        single = name == "grade_document"
         shown = 1 if single else len(docs)
         tags = [m.group(0) for m in _ANY_TAG.finditer(prompt)]
         # Only the tags the prompt writes itself: a pair per document, the list, the answer.

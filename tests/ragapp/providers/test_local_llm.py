@@ -134,7 +134,7 @@ def test_openai_code_path_gives_structured_grades_and_a_generation(
     )
     assert faithfulness.hallucination_risk in {"low", "medium", "high"}
     p_yes = yes_probability(
-        models.grader, prompts.relevance_yes_no_messages("How?", DOC), usage=usage
+        models.grader, prompts.relevance_yes_no_messages("How?", [DOC], 1), usage=usage
     )
     assert 0.0 <= p_yes <= 1.0
     answer = text_call(
