@@ -1,12 +1,19 @@
-"""Judge accuracy of the packaged local models on a labelled set over docs/.
+"""Judge accuracy of the packaged local models on a labelled set.
 
-For each model and judge method (structured JSON with reasoning first, or yes/no token
-logprobs) it runs every item of bench/judge_set.jsonl through the same functions the graph uses
-and reports accuracy, precision, recall and seconds per verdict, using the product's own decision
-rules (relevance: score >= RAG_RELEVANCE_THRESHOLD; faithful: score >= RAG_ANSWER_CONFIDENCE_
-THRESHOLD and risk != high). It also reports, for logprobs, the threshold that would have been best.
+For each model and judge method it runs every item of bench/judge_set.jsonl through the same
+functions the graph uses, with the product's own decision rules (relevance: score >=
+RAG_RELEVANCE_THRESHOLD; faithful: score >= the answer threshold of that method, and risk != high
+where the veto applies), and reports accuracy and seconds per verdict. For the answer check it
+reports the two figures that matter: the share of unfaithful answers it catches and the share of
+faithful answers it passes, overall and per origin of the answers (hand-written over docs/, or
+drafts the local model wrote on a third-party set). For logprobs it also reports the threshold
+that would have been best.
 
-    uv run python bench/judges.py                                   # 1.5B, both methods
+Methods: structured, logprobs (both judges), lexical and claims (the answer check only; lexical
+makes no model call).
+
+    uv run python bench/judges.py                                   # 1.5B, every method
+    uv run python bench/judges.py --methods lexical claims --kinds faithfulness
     uv run python bench/judges.py --models qwen2.5-coder-0.5b --methods logprobs
 """
 
@@ -24,7 +31,9 @@ SET = Path(__file__).resolve().parent / "judge_set.jsonl"
 
 
 def load_set() -> list[dict]:
-    return [json.loads(line) for line in SET.read_text().splitlines() if line.strip()]
+    items = [json.loads(line) for line in SET.read_text().splitlines() if line.strip()]
+    # A drafted answer nobody has labelled yet (bench/export_drafts.py) is not scored.
+    return [item for item in items if item.get("relevant", item.get("faithful")) is not None]
 
 
 def balanced(items: list[dict], per_kind: int) -> list[dict]:
@@ -65,6 +74,36 @@ def best_threshold(values: list[float], truth: list[bool]) -> tuple[float, float
     return best[0], round(best[1], 3)
 
 
+ANSWER_THRESHOLDS = {
+    "logprobs": 0.65,
+    "lexical": 0.6,
+    "claims": 0.35,
+}  # the settings' defaults per method
+
+
+def answer_threshold(method: str) -> float:
+    """The answer threshold the product uses for `method` (RAG_ANSWER_CONFIDENCE_THRESHOLD)."""
+    from django.conf import settings
+
+    if method == settings.RAG_FAITHFULNESS_JUDGE:
+        return settings.RAG_ANSWER_CONFIDENCE_THRESHOLD
+    return ANSWER_THRESHOLDS.get(method, 0.80)
+
+
+def check_figures(predicted: list[bool], truth: list[bool]) -> dict:
+    """Share of unfaithful answers caught, and of faithful ones passed."""
+    unfaithful = [p for p, t in zip(predicted, truth, strict=True) if not t]
+    faithful = [p for p, t in zip(predicted, truth, strict=True) if t]
+    return {
+        "catches_unfaithful": round(sum(not p for p in unfaithful) / len(unfaithful), 3)
+        if unfaithful
+        else None,
+        "passes_faithful": round(sum(faithful) / len(faithful), 3) if faithful else None,
+        "unfaithful": len(unfaithful),
+        "faithful": len(faithful),
+    }
+
+
 def evaluate(model_name: str, method: str, items: list[dict], kinds=("relevance", "faithfulness")):
     from django.conf import settings
 
@@ -77,13 +116,15 @@ def evaluate(model_name: str, method: str, items: list[dict], kinds=("relevance"
         generator=model,
         grader=model,
         broadener=model,
-        relevance_method=method,
+        relevance_method=method if method in ("structured", "logprobs") else "logprobs",
         faithfulness_method=method,
         bounded_schemas=True,
     )
     out = {}
     for kind in kinds:
         subset = [item for item in items if item["kind"] == kind]
+        if kind == "relevance" and method in ("lexical", "claims"):
+            continue  # answer-check methods only
         predicted, values, truth, errors = [], [], [], 0
         started = time.perf_counter()
         for item in subset:
@@ -106,9 +147,8 @@ def evaluate(model_name: str, method: str, items: list[dict], kinds=("relevance"
                         usage=usage,
                     )
                     value = verdict.faithfulness_score
-                    passed = (
-                        value >= settings.RAG_ANSWER_CONFIDENCE_THRESHOLD
-                        and verdict.hallucination_risk != "high"
+                    passed = value >= answer_threshold(method) and (
+                        method in ("lexical", "claims") or verdict.hallucination_risk != "high"
                     )
             except JudgeError:
                 errors += 1
@@ -120,6 +160,7 @@ def evaluate(model_name: str, method: str, items: list[dict], kinds=("relevance"
         result = {
             "items": len(subset),
             **scores(predicted, truth),
+            **(check_figures(predicted, truth) if kind == "faithfulness" else {}),
             "seconds_per_verdict": round(seconds, 2),
             "invalid_outputs": errors,
         }
@@ -128,6 +169,21 @@ def evaluate(model_name: str, method: str, items: list[dict], kinds=("relevance"
             result["accuracy_at_0.5"] = round(
                 sum((v >= 0.5) == t for v, t in zip(values, truth, strict=True)) / len(truth), 3
             )
+        if kind == "faithfulness":
+            origins = sorted({item.get("origin", "hand-written, docs/") for item in subset})
+            result["by_origin"] = {
+                origin: check_figures(
+                    *zip(
+                        *[
+                            (p, t)
+                            for p, t, item in zip(predicted, truth, subset, strict=True)
+                            if item.get("origin", "hand-written, docs/") == origin
+                        ],
+                        strict=True,
+                    )
+                )
+                for origin in origins
+            }
         result["values"] = [round(v, 3) for v in values]
         result["truth"] = truth
         out[kind] = result
@@ -139,7 +195,9 @@ def evaluate(model_name: str, method: str, items: list[dict], kinds=("relevance"
 def main() -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="+", default=["qwen2.5-coder-1.5b"])
-    parser.add_argument("--methods", nargs="+", default=["logprobs", "structured"])
+    parser.add_argument(
+        "--methods", nargs="+", default=["logprobs", "structured", "lexical", "claims"]
+    )
     parser.add_argument(
         "--per-kind", type=int, default=0, help="use N items of each kind, half of each label"
     )

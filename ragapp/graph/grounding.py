@@ -24,9 +24,18 @@ _WORD = re.compile(r"[a-z0-9][a-z0-9_.-]*")
 _CALL = re.compile(r"\s*(?:await\s+|new\s+)?([A-Za-z_]\w*)\(")
 # Names an answer makes up to illustrate, not to claim: `CREATE INDEX idx_example ON my_table`,
 # /path/to/file.csv, <your-host>. Only the rest of such an example must come from the documents.
+_GENERIC = (
+    "name|names|id|ids|key|keys|value|values|path|file|filename|dir|directory|host|hostname|"
+    "user|username|password|column|columns|table|tables|database|db|dbname|schema|string|text|"
+    "number|data|item|items|field|fields|new|old|input|output|result|arg|param|var|tmp|temp|"
+    "foo|bar|baz|sample|test|x|y|z"
+)
 _PLACEHOLDER = re.compile(
     r"example|path/to|\b(?:my|your|some)_|\b(?:foo|bar|baz)\b|^<.*>$"
-    r"|\bmy(?:db|database|table|user|role|app|schema|index|host|server|file|column)s?\b",
+    r"|\bmy(?:db|database|table|user|role|app|schema|index|host|server|file|column)s?\b"
+    # A name made only of generic words is a slot to fill, in any field's examples:
+    # table_name, column_name, dbname, file_name, key1, json_data, new_value.
+    rf"|^(?:(?:{_GENERIC})_)*(?:{_GENERIC})\d*$",
     re.IGNORECASE,
 )
 # Names an example defines for itself (`def handler`, `CREATE TABLE orders`, `const client`):
@@ -45,6 +54,8 @@ _DEFINED = re.compile(
 _PLAIN_SPECIFIC = re.compile(r"\d[\d.,:%]*|[a-z][a-z0-9]*", re.IGNORECASE)
 _FILE_NAME = re.compile(r"\.(?:[a-z]{1,4})$")
 _SPACE = re.compile(r"\s+")
+# Literal values any configuration or language writes; no document needs to spell them out.
+_LITERALS = frozenset("true false on off null none yes no".split())
 _STOP = frozenset(
     "the a an and or of to in on for is are be by with as at it its this that from your you "
     "can do does not no if then when which what how use used using than into so only also any "
@@ -136,7 +147,12 @@ def _specifics(text: str) -> list[str]:
                 # Plain words only. A call written with its arguments (`createIndex({ unique:
                 # true })`) counts by the name it calls; anything else (`vacuum`) is checked whole.
                 call = _CALL.match(inner)
-                parts = [call.group(1)] if call and not _PLACEHOLDER.search(inner) else [inner]
+                if call and not _PLACEHOLDER.search(inner):
+                    parts = [call.group(1)]
+                elif len(inner.split()) >= 4:
+                    continue  # words quoted as code, not a name: the prose check covers them
+                else:
+                    parts = [inner]
         else:
             parts = [match]
         for part in parts:
@@ -157,10 +173,14 @@ def lexical_support(answer: str, documents: list[str], *, question: str = "") ->
     body = _CITATION.sub(" ", answer)
     defined = _defined_names(body)
     unsupported = []
+    stems = {w[:5] for w in _words(source) if len(w) > 4}
     for term in _specifics(body):
         if (
             term in unsupported
             or term in defined
+            or term in _LITERALS
+            # A word in capitals (INSERT, VACUUM) is a word: "inserts" in the documents backs it.
+            or (term.isalpha() and len(term) > 4 and term[:5] in stems)
             or _contains(source, term)
             or _dotted_parts_found(source, term)
             or (_PLAIN_SPECIFIC.fullmatch(term) and _contains(asked, term))
@@ -169,7 +189,7 @@ def lexical_support(answer: str, documents: list[str], *, question: str = "") ->
         unsupported.append(term)
     words = [w for w in _words(body.casefold()) if len(w) > 2 and w not in _STOP]
     known = set(_words(source)) | set(_words(asked))
-    stems = {w[:5] for w in known if len(w) > 4}
+    stems |= {w[:5] for w in _words(asked) if len(w) > 4}
     covered = sum(1 for w in words if w in known or (len(w) > 4 and w[:5] in stems))
     # An answer with no content word ("Yes.", "No") says nothing the documents can be checked
     # against: unsupported, not vacuously supported (a document's injected "answer with one word"

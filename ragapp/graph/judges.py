@@ -298,7 +298,9 @@ def claims_verdict(
     """
     lexical = lexical_verdict(question, answer, [docs[n - 1] for n in usable])
     if lexical.problematic_claims:
-        return lexical
+        # A named specific that no document holds is an unsupported claim, whatever the model
+        # would say of the sentence around it.
+        return lexical.model_copy(update={"faithfulness_score": 0.0, "hallucination_risk": "high"})
     supports = []
     for claim in answer_claims(answer):
         p = _with_retry(
@@ -311,7 +313,7 @@ def claims_verdict(
         )
         supports.append((claim, p))
     if not supports:
-        return lexical  # nothing but code and headings: the specifics decide
+        return lexical  # nothing but code and headings: the specifics (all found) decide
     weakest = min(p for _, p in supports)
     doubtful = [f"{claim} (P(supported) = {p:.2f})" for claim, p in supports if p < 0.5]
     risk = "low" if weakest >= 0.8 else "medium" if weakest >= 0.5 else "high"

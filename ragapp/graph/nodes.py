@@ -5,6 +5,7 @@ Every node emits its trace events through the run's emitter and records its own 
 
 from __future__ import annotations
 
+import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -221,12 +222,14 @@ def generate(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
         )
         return {"generation": prompts.FALLBACK_ANSWER, "fallback": True}
     with _timed(ctx, "generate") as timing:
-        answer = text_call(
-            ctx.models.generator,
-            prompts.generate_messages(
-                state["original_query"], state["context_documents"], usable_numbers(state)
-            ),
-            usage=ctx.usage,
+        answer = _unwrapped(
+            text_call(
+                ctx.models.generator,
+                prompts.generate_messages(
+                    state["original_query"], state["context_documents"], usable_numbers(state)
+                ),
+                usage=ctx.usage,
+            )
         )
     ctx.emitter.emit(
         EventKind.GENERATE,
@@ -311,17 +314,19 @@ def refine_answer(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
     grade = state["answer_grade"]
     before = state["generation"]
     with _timed(ctx, "refine_answer") as timing:
-        after = text_call(
-            ctx.models.generator,
-            prompts.refine_messages(
-                state["original_query"],
-                before,
-                state["context_documents"],
-                grade.problematic_claims,
-                grade.refinement_suggestion,
-                usable_numbers(state),
-            ),
-            usage=ctx.usage,
+        after = _unwrapped(
+            text_call(
+                ctx.models.generator,
+                prompts.refine_messages(
+                    state["original_query"],
+                    before,
+                    state["context_documents"],
+                    grade.problematic_claims,
+                    grade.refinement_suggestion,
+                    usable_numbers(state),
+                ),
+                usage=ctx.usage,
+            )
         )
     ctx.emitter.emit(
         EventKind.REFINE,
@@ -335,3 +340,11 @@ def refine_answer(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
         duration_ms=timing["ms"],
     )
     return {"generation": after or before, "correction_count": 1}
+
+
+_ANSWER_TAG = re.compile(r"^\s*<answer>\s*|\s*</answer>\s*$", re.IGNORECASE)
+
+
+def _unwrapped(text: str) -> str:
+    """A written answer without the <answer> tags a small model copies from the prompts."""
+    return _ANSWER_TAG.sub("", text)

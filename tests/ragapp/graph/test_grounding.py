@@ -168,3 +168,10 @@ def test_names_written_in_another_form(answer, unsupported):
 )
 def test_an_answer_that_says_the_documents_do_not_cover_the_question(answer, declined):
     assert declines(answer) is declined
+
+
+def test_a_word_in_capitals_is_backed_by_its_other_forms_and_literals_by_nothing():
+    docs = ["Each row inserted is logged. Use transaction_read_only to refuse writes."]
+    answer = "Run `SET LOCAL transaction_read_only = true` before the INSERT [1]."
+    assert lexical_support(answer, docs).unsupported == ()
+    assert lexical_support("Run VACUUM first [1].", docs).unsupported == ("vacuum",)
