@@ -29,6 +29,7 @@ _USER_ASKED = re.compile(r"^The user asked: (.*)$", re.M)
 _QUERY_WAS = re.compile(r"^The search query was: (.*)$", re.M)
 # The tails of the shared-prefix prompts: which document a verdict is about, which ones may be used.
 _ABOUT = re.compile(r"Does document \[(\d+)\]")
+_CLAIM = re.compile(r"^Claim: (.*)$", re.M)
 _USABLE = re.compile(r"documents ((?:\[\d+\](?:, | and )?)+) \(the others")
 _WORDS = re.compile(r"[a-z0-9]+")
 _STOP = frozenset(
@@ -121,13 +122,16 @@ class FakeChatModel(BaseChatModel):
     def _yes_no(self, prompt: str) -> ChatResult:
         """A one-token yes/no reply with token probabilities, like an OpenAI-compatible server."""
         answer = _ANSWER.search(prompt)
-        task = "AnswerFaithfulness" if answer else "DocumentRelevance"
+        claim = _CLAIM.search(prompt)
+        task = "AnswerFaithfulness" if answer or claim else "DocumentRelevance"
         self.script.calls.append(task)
         if task in self.script.invalid_output_for:
             message = _message(prompt, "maybe")
             message.response_metadata = {"logprobs": {"content": []}}
             return ChatResult(generations=[ChatGeneration(message=message)])
-        if answer:
+        if claim:  # one sentence of an answer, judged like a whole answer
+            p = float(self.script.faithfulness(claim.group(1), _usable(prompt)))
+        elif answer:
             p = float(self.script.faithfulness(answer.group(1), _usable(prompt)))
         else:
             p = float(self.script.relevance(_first(_QUESTION, prompt), _about(prompt)))

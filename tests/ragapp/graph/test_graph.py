@@ -3,7 +3,7 @@
 import pytest
 
 from ragapp.graph.context import GraphLimits
-from ragapp.models import QueryRun, TraceEvent
+from ragapp.models import Chunk, QueryRun, TraceEvent
 from ragapp.runner import execute_run
 from ragapp.services import run_create
 
@@ -217,3 +217,94 @@ def test_the_risk_veto_decides_whether_a_high_risk_overrules_a_passing_score(
     assert payloads(vetoed, "grade_answer")[0]["faithful"] is False
     assert scored.status == QueryRun.Status.ANSWERED
     assert payloads(scored, "grade_answer")[0]["faithful"] is True
+
+
+def test_answers_cite_the_shared_blocks_numbers_and_use_only_what_passed(
+    knowledge_base, models, script
+):
+    # The first hit fails grading and the second passes: both are in the documents block every
+    # prompt shares, and the answer may use only [2].
+    question = "Which port does the beta service listen on?"
+    ranked = [d["chunk_id"] for d in payloads(ask(question, models), "retrieve")[0]["documents"]]
+    second = Chunk.objects.get(pk=ranked[1]).text
+    script.relevance = lambda q, doc: 0.9 if doc == second else 0.0
+    seen = []
+    script.generate = lambda q, docs: seen.append(docs) or "It is in the documents [2]."
+    run = ask(question, models)
+
+    generate = payloads(run, "generate")[0]
+    assert generate["usable"] == [2]
+    assert seen[-1] == [second]  # only the usable document was offered
+    assert run.status == QueryRun.Status.ANSWERED
+    sources = run.response_metadata["sources"]
+    assert [(s["n"], s["cited"]) for s in sources] == [(2, True)]
+
+
+def test_an_answer_that_says_the_documents_do_not_cover_it_is_refused_with_passages(
+    knowledge_base, models, script
+):
+    script.relevance = lambda q, doc: 1.0
+    script.generate = lambda q, docs: "The provided documents do not mention SAML at all."
+    run = ask("How do I set up SAML for the beta service?", models)
+
+    assert kinds(run)[-4:] == ["generate", "grade_answer", "answer", "done"]
+    assert payloads(run, "grade_answer")[0]["declined"] is True
+    assert "refine" not in script.calls and "AnswerFaithfulness" not in script.calls
+    assert run.status == QueryRun.Status.REFUSED
+    assert run.faithfulness_score is None and run.hallucination_risk == ""
+    meta = run.response_metadata
+    assert meta["refusal_reason"] == "not_in_documents"
+    assert run.answer.startswith("The documentation I found does not answer this question")
+    assert meta["draft_answer"] == "The provided documents do not mention SAML at all."
+    assert meta["sources"] == [] and 1 <= len(meta["passages"]) <= 3
+    assert all(p["excerpt"] and p["relevance"] == 1.0 for p in meta["passages"])
+    assert payloads(run, "answer")[0]["passages"] == meta["passages"]
+
+
+def test_a_chunk_found_again_after_broadening_is_not_judged_again(knowledge_base, models, script):
+    script.relevance = lambda q, doc: 0.0
+    script.broaden = lambda original, query: query  # the same search, the same chunks
+    run = ask("What is the refund policy for enterprise customers?", models)
+
+    assert kinds(run).count("retrieve") == 3 and kinds(run).count("grade") == 6
+    assert script.calls.count("DocumentRelevance") == 2  # the two chunks, once each
+    assert run.response_metadata["refusal_reason"] == "no_relevant_documents"
+
+
+@pytest.mark.parametrize("models", ["logprobs"], indirect=True)
+def test_the_claims_check_vetoes_a_missing_specific_and_judges_each_sentence(
+    knowledge_base, models, script
+):
+    from dataclasses import replace
+
+    claims = replace(models, faithfulness_method="claims")
+    script.relevance = lambda q, doc: 1.0
+    judged = []
+
+    def support(claim, docs):
+        judged.append(claim)
+        return 0.1 if "every hour" in claim else 0.9
+
+    script.faithfulness = support
+    script.generate = lambda q, docs: (
+        "Beta logs rotate daily at midnight. Old logs are compressed every hour afterwards."
+    )
+    script.refine = lambda answer, flagged: "Beta logs rotate daily at midnight."
+    run = ask("How do beta logs rotate?", claims, answer_confidence_threshold=0.35)
+
+    first, second = payloads(run, "grade_answer")
+    assert first["faithful"] is False and "every hour" in " ".join(first["problematic_claims"])
+    assert second["faithful"] is True and run.status == QueryRun.Status.ANSWERED
+    assert judged[:2] == [
+        "Beta logs rotate daily at midnight.",
+        "Old logs are compressed every hour afterwards.",
+    ]
+    # A specific that no document holds fails the answer without asking the model.
+    judged.clear()
+    script.generate = lambda q, docs: "Set BETA_ROTATE_HOURS to 6 to rotate beta logs."
+    script.refine = lambda answer, flagged: answer
+    run = ask("How do beta logs rotate?", claims, answer_confidence_threshold=0.35)
+    assert run.status == QueryRun.Status.REFUSED and judged == []
+    grade = payloads(run, "grade_answer")[0]
+    assert grade["faithfulness_score"] == 0.0
+    assert "beta_rotate_hours does not appear in the documents" in grade["problematic_claims"]
