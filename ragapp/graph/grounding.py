@@ -237,6 +237,16 @@ def declines(answer: str) -> bool:
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*_\[(\"'])|\n+")
 _MARKUP = re.compile(r"^\s*(?:[-*+]|\d+[.)]|#{1,6})\s+|\*\*|__")
+# A sentence that only says where something is written: "This is stated in [2].", "For more
+# details, see the documentation.", "The documentation for this parameter is located in [4]."
+_POINTER = re.compile(
+    r"^\W*(?:this|it|these|that|which|the\s+\w+(?:\s+for\s+[\w\s]+)?)\s+(?:is|are|can\s+be|was)\s+"
+    r"(?:\w+ly\s+)?(?:stated|described|found|documented|mentioned|explained|shown|located|"
+    r"listed|covered|detailed|given|referenced)\s+in\b"
+    r"|^\W*(?:see|refer\s+to|for\s+more\s+(?:details|information))\b"
+    r"|^\W*(?:as\s+)?(?:stated|described|explained|shown|mentioned)\s+in\s+(?:\[\d+\]|the\s+doc)",
+    re.IGNORECASE,
+)
 MAX_CLAIMS = 6  # each is a model call; an answer longer than this is checked on its first six
 
 
@@ -246,10 +256,11 @@ def answer_claims(answer: str) -> list[str]:
     Code is left to the lexical check of its specifics; a heading, a bare "For example:" or a
     sentence of fewer than four words states nothing a judge could check.
     """
-    prose = _CITATION.sub("", _FENCED.sub("\n", answer))
     claims = []
-    for piece in _SENTENCE_END.split(prose):
-        sentence = _MARKUP.sub("", piece).strip()
+    for piece in _SENTENCE_END.split(_FENCED.sub("\n", answer)):
+        if _POINTER.search(piece):
+            continue  # "This is stated in [2]." points at a source; it claims nothing itself
+        sentence = _MARKUP.sub("", re.sub(r"\s*\[\d{1,2}\]", "", piece)).strip()
         if len(sentence.split()) >= 4 and not sentence.endswith(":"):
             claims.append(" ".join(sentence.split()))
     return claims[:MAX_CLAIMS]

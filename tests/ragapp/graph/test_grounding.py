@@ -2,7 +2,7 @@
 
 import pytest
 
-from ragapp.graph.grounding import declines, lexical_support
+from ragapp.graph.grounding import answer_claims, declines, lexical_support
 from ragapp.graph.judges import lexical_verdict
 from ragapp.graph.state import RetrievedDoc
 
@@ -175,3 +175,15 @@ def test_a_word_in_capitals_is_backed_by_its_other_forms_and_literals_by_nothing
     answer = "Run `SET LOCAL transaction_read_only = true` before the INSERT [1]."
     assert lexical_support(answer, docs).unsupported == ()
     assert lexical_support("Run VACUUM first [1].", docs).unsupported == ("vacuum",)
+
+
+def test_the_claims_of_an_answer_are_its_sentences_that_state_something():
+    answer = (
+        "## Restarting\n\nRun the restart command to reload the workers [1]. This is stated in [1]."
+        "\n\n```bash\nbeta restart --all\n```\n\n- Old logs are kept for seven days [2].\n"
+        "- Example:\n\nFor more details, see the documentation."
+    )
+    assert answer_claims(answer) == [
+        "Run the restart command to reload the workers.",
+        "Old logs are kept for seven days.",
+    ]
