@@ -66,3 +66,24 @@ def test_ask_watch_the_trace_live_then_replay(server, browser):
     assert page.locator("#trace li").count() == len(seqs)
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "replay.png"), full_page=True)
+
+
+def test_a_refusal_still_shows_the_closest_passages(server, browser):
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto(f"{server}/")
+    page.fill("#id_username", "alice")
+    page.fill("#id_password", "pw-alice-123")
+    page.click("button[type=submit]")
+    page.fill("#id_query", "How do I configure SAML single sign-on for the billing portal?")
+    page.click("form.card button[type=submit]")
+
+    page.wait_for_selector(".answer-card.refused", timeout=60_000)
+    answer = page.inner_text("#answer")
+    assert "Closest passages" in answer and "not an answer" in answer
+    passages = page.locator(".passages li")
+    assert 1 <= passages.count() <= 3
+    assert page.locator(".passages li a").first.get_attribute("href").startswith("/chunks/")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "refusal-passages.png"), full_page=True)
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.screenshot(path=str(ARTIFACTS / "refusal-passages-phone.png"), full_page=True)
