@@ -242,9 +242,10 @@ _MARKUP = re.compile(r"^\s*(?:[-*+]|\d+[.)]|#{1,6})\s+|\*\*|__")
 _POINTER = re.compile(
     r"^\W*(?:this|it|these|that|which|the\s+\w+(?:\s+for\s+[\w\s]+)?)\s+(?:is|are|can\s+be|was)\s+"
     r"(?:\w+ly\s+)?(?:stated|described|found|documented|mentioned|explained|shown|located|"
-    r"listed|covered|detailed|given|referenced)\s+in\b"
+    r"listed|covered|detailed|given|referenced|specified|defined|written|noted|outlined)\s+in\b"
     r"|^\W*(?:see|refer\s+to|for\s+more\s+(?:details|information))\b"
-    r"|^\W*(?:as\s+)?(?:stated|described|explained|shown|mentioned)\s+in\s+(?:\[\d+\]|the\s+doc)",
+    r"|^\W*(?:as\s+)?(?:stated|described|explained|shown|mentioned|specified)\s+in\s+"
+    r"(?:\[\d+\]|the\s+doc)",
     re.IGNORECASE,
 )
 MAX_CLAIMS = 6  # each is a model call; an answer longer than this is checked on its first six

@@ -180,6 +180,7 @@ def test_a_word_in_capitals_is_backed_by_its_other_forms_and_literals_by_nothing
 def test_the_claims_of_an_answer_are_its_sentences_that_state_something():
     answer = (
         "## Restarting\n\nRun the restart command to reload the workers [1]. This is stated in [1]."
+        " This is specified in the [ops.md] document."
         "\n\n```bash\nbeta restart --all\n```\n\n- Old logs are kept for seven days [2].\n"
         "- Example:\n\nFor more details, see the documentation."
     )

@@ -1,0 +1,147 @@
+"""A run's time with the local model: the shared-prefix graph against the pipeline before it.
+
+Both pipelines answer the same questions of tests/eval/golden_docs.jsonl in one process, on one
+llama.cpp server, one question at a time, alternating which goes first:
+
+- before (the baseline, rebuilt here from the prompts of 2026-11-30): retrieval; one yes/no
+  relevance prompt per chunk, each reading its chunk alone; the answer written from a new
+  prompt of the chunks that passed (0.45, with today's generation instructions), so the
+  documents are read twice; the lexical check.
+  It leaves out the refinement the old graph did for a third of its answers, so it flatters the
+  baseline.
+- now: the product's graph (`execute_run`) with the settings in force: relevance verdicts as
+  tails over one shared documents prefix, the answer from the same cache, the claims check, a
+  refinement when it fails.
+
+It prints p50/p95 per pipeline, the ratio now/before, and where the time of a run goes now
+(each node's share of the summed run time).
+
+    uv run python bench/pipeline.py                  # 12 questions, about 10 minutes on 2 cores
+    uv run python bench/pipeline.py --questions 4
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _django import throwaway_django
+
+GOLDEN = Path(__file__).resolve().parent.parent / "tests" / "eval" / "golden_docs.jsonl"
+OLD_THRESHOLD = 0.45
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def questions(count: int) -> list[str]:
+    items = [json.loads(line) for line in GOLDEN.read_text().splitlines() if line.strip()]
+    answerable = [item["question"] for item in items if item["answerable"]]
+    step = len(answerable) / count
+    return [answerable[int(i * step)] for i in range(count)]
+
+
+def before(question: str, retriever, model, usage) -> float:
+    """The pipeline of 2026-11-30, without its refinements; seconds."""
+    from langchain_core.messages import HumanMessage, SystemMessage
+
+    from ragapp.graph import prompts
+    from ragapp.graph.judges import lexical_verdict, text_call, yes_probability
+
+    started = time.perf_counter()
+    docs = retriever.search(question, k=5)
+    passed = []
+    for doc in docs:
+        if doc.similarity < 0.25:  # the embedding pre-filter, as then
+            continue
+        body = (
+            f"Question: {question}\n\n{prompts._document(None, doc)}\n\n"
+            "Does the document above contain information that helps answer the question? "
+            "Answer with one word: yes or no."
+        )
+        messages = [SystemMessage(prompts.SYSTEM), HumanMessage(body)]
+        if yes_probability(model, messages, usage=usage) >= OLD_THRESHOLD:
+            passed.append(doc)
+    if passed:
+        answer = text_call(model, prompts.generate_messages(question, passed), usage=usage)
+        lexical_verdict(question, answer, passed)
+    return time.perf_counter() - started
+
+
+def now(question: str) -> tuple[float, dict]:
+    """The product's graph with the settings in force; seconds and its node timings."""
+    from ragapp.runner import execute_run
+    from ragapp.services import run_create
+
+    run = run_create(query=question)
+    started = time.perf_counter()
+    execute_run(run)
+    seconds = time.perf_counter() - started
+    run.refresh_from_db()
+    return seconds, run.response_metadata.get("node_ms", {})
+
+
+def main() -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--questions", type=int, default=12)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    with throwaway_django(RAG_EMBEDDING_PROVIDER="local", RAG_CHAT_PROVIDER="local"):
+        from django.conf import settings
+        from django.core.management import call_command
+
+        from ragapp.graph.context import Usage
+        from ragapp.providers import get_embeddings
+        from ragapp.providers.chat import get_chat_models
+        from ragapp.retrieval import build_retriever
+
+        call_command("ingest_docs", str(settings.BASE_DIR / "docs"), stdout=io.StringIO())
+        retriever = build_retriever(mode=settings.RAG_RETRIEVAL_MODE, embeddings=get_embeddings())
+        model = get_chat_models().generator
+        old, new, nodes = [], [], {}
+        for i, question in enumerate(questions(args.questions)):
+            order = ("before", "now") if i % 2 == 0 else ("now", "before")
+            for which in order:
+                if which == "before":
+                    old.append(before(question, retriever, model, Usage()))
+                else:
+                    seconds, node_ms = now(question)
+                    new.append(seconds)
+                    for node, ms in node_ms.items():
+                        nodes[node] = nodes.get(node, 0.0) + ms / 1000
+            print(f"  before {old[-1]:5.1f} s   now {new[-1]:5.1f} s   {question}", flush=True)
+    total = sum(new)
+    result = {
+        "questions": len(new),
+        "before_p50_s": round(statistics.median(old), 1),
+        "before_p95_s": round(percentile(old, 0.95), 1),
+        "now_p50_s": round(statistics.median(new), 1),
+        "now_p95_s": round(percentile(new, 0.95), 1),
+        "ratio_p50": round(statistics.median(new) / statistics.median(old), 3),
+        "node_share": {node: round(s / total, 3) for node, s in sorted(nodes.items())},
+    }
+    print(
+        f"before: p50 {result['before_p50_s']} s, p95 {result['before_p95_s']} s; now: p50 "
+        f"{result['now_p50_s']} s, p95 {result['now_p95_s']} s; ratio (p50) "
+        f"{result['ratio_p50']}"
+    )
+    print(
+        "share of the run time now: "
+        + ", ".join(f"{k} {v:.0%}" for k, v in result["node_share"].items())
+    )
+    if args.json:
+        args.json.write_text(json.dumps(result))
+    return result
+
+
+if __name__ == "__main__":
+    main()
