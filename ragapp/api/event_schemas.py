@@ -104,6 +104,11 @@ class GradeAnswerPayload(serializers.Serializer):
 
 class RefinePayload(serializers.Serializer):
     problematic_claims = serializers.ListField(child=serializers.CharField())
+    method = serializers.ChoiceField(
+        choices=["rewrite", "prune"],
+        help_text="rewrite: the generation model rewrote the answer; prune: the sentences the "
+        "claims check flagged were cut out, with no model call.",
+    )
     before_chars = serializers.IntegerField(min_value=0)
     after_chars = serializers.IntegerField(min_value=0)
     duration_ms = serializers.FloatField()

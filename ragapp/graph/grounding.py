@@ -265,3 +265,42 @@ def answer_claims(answer: str) -> list[str]:
         if len(sentence.split()) >= 4 and not sentence.endswith(":"):
             claims.append(" ".join(sentence.split()))
     return claims[:MAX_CLAIMS]
+
+
+MISSING = " does not appear in the documents"  # how a specific no document holds is reported
+
+
+def prune(answer: str, claims: list[str]) -> str:
+    """`answer` without the sentences (and code blocks) that `claims` flags.
+
+    A flagged claim is either a sentence of the answer, as `answer_claims` wrote it, or a
+    specific reported as "<term> does not appear in the documents": every sentence or code
+    block that holds that term goes. What is left was each judged stated by the documents.
+    """
+    terms = [c.removesuffix(MISSING).casefold() for c in claims if c.endswith(MISSING)]
+    sentences = {c for c in claims if not c.endswith(MISSING)}
+
+    def flagged(text: str) -> bool:
+        folded = _normal(text)
+        return any(term in folded for term in terms)
+
+    kept = []
+    for block in re.split(r"(```.*?(?:```|$))", answer, flags=re.DOTALL):
+        if block.startswith("```"):
+            if not flagged(block):
+                kept.append(block)
+            continue
+        for line in block.split("\n"):
+            pieces = _SENTENCE_END.split(line)
+            survivors = []
+            for piece in pieces:
+                sentence = " ".join(
+                    _MARKUP.sub("", re.sub(r"\s*\[\d{1,2}\]", "", piece)).strip().split()
+                )
+                if sentence in sentences or flagged(piece):
+                    continue
+                survivors.append(piece)
+            if survivors or not line.strip():
+                kept.append(" ".join(survivors) + "\n")
+    text = "".join(kept)
+    return re.sub(r"\n{3,}", "\n\n", text).strip()

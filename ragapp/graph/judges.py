@@ -19,7 +19,7 @@ from pydantic import BaseModel, ValidationError
 
 from ragapp.graph import prompts
 from ragapp.graph.context import ChatModels, Usage
-from ragapp.graph.grounding import answer_claims, lexical_support
+from ragapp.graph.grounding import MISSING, answer_claims, lexical_support
 from ragapp.graph.schemas import AnswerFaithfulness, DocumentRelevance
 from ragapp.graph.state import RetrievedDoc
 from ragapp.providers.model_errors import explained_failures
@@ -211,12 +211,19 @@ def judge_faithfulness(
     usable: list[int],
     *,
     usage: Usage,
+    threshold: float = 0.5,
 ) -> AnswerFaithfulness:
-    """Whether documents `usable` of `docs` support every claim of `answer`, by the method set."""
+    """Whether documents `usable` of `docs` support every claim of `answer`, by the method set.
+
+    `threshold` is the answer threshold in force; the claims method names the sentences under
+    it as the problematic claims.
+    """
     if models.faithfulness_method == "lexical":
         return lexical_verdict(question, answer, [docs[n - 1] for n in usable])
     if models.faithfulness_method == "claims":
-        return claims_verdict(models, question, answer, docs, usable, usage=usage)
+        return claims_verdict(
+            models, question, answer, docs, usable, usage=usage, threshold=threshold
+        )
     if models.faithfulness_method == "logprobs":
         p = _with_retry(
             lambda: yes_probability(
@@ -263,7 +270,7 @@ def lexical_verdict(question: str, answer: str, docs: list[RetrievedDoc]) -> Ans
     )
     score = min(support.coverage, 0.5) if support.unsupported else support.coverage
     risk = "low" if score >= 0.8 else "medium" if score >= 0.5 else "high"
-    claims = [f"{term} does not appear in the documents" for term in support.unsupported]
+    claims = [f"{term}{MISSING}" for term in support.unsupported]
     return AnswerFaithfulness(
         reasoning=(
             f"{support.coverage:.0%} of the answer's words appear in the documents; "
@@ -288,6 +295,7 @@ def claims_verdict(
     usable: list[int],
     *,
     usage: Usage,
+    threshold: float = 0.5,
 ) -> AnswerFaithfulness:
     """The lexical check as a veto, then the grader's P(yes) that the documents state each claim.
 
@@ -315,17 +323,20 @@ def claims_verdict(
     if not supports:
         return lexical  # nothing but code and headings: the specifics (all found) decide
     weakest = min(p for _, p in supports)
-    doubtful = [f"{claim} (P(supported) = {p:.2f})" for claim, p in supports if p < 0.5]
+    # The sentences as written by `answer_claims`, so refinement can drop exactly them.
+    doubtful = [claim for claim, p in supports if p < threshold]
     risk = "low" if weakest >= 0.8 else "medium" if weakest >= 0.5 else "high"
     return AnswerFaithfulness(
         reasoning=(
             f"{lexical.reasoning}. Each claim, P(the documents state it): "
             + "; ".join(f"{p:.2f}" for _, p in supports)
         ),
-        problematic_claims=doubtful[:MAX_LIST_ITEMS],
+        problematic_claims=doubtful,
         faithfulness_score=round(weakest, 3),
         hallucination_risk=risk,
-        refinement_suggestion="" if not doubtful else "remove or qualify the doubtful claims",
+        refinement_suggestion=""
+        if not doubtful
+        else "remove the claims the documents do not state",
     )
 
 

@@ -16,7 +16,7 @@ from langgraph.runtime import Runtime
 from ragapp.events import EventKind
 from ragapp.graph import prompts
 from ragapp.graph.context import GraphContext
-from ragapp.graph.grounding import declines
+from ragapp.graph.grounding import declines, prune
 from ragapp.graph.judges import judge_faithfulness, judge_relevance, text_call
 from ragapp.graph.state import AnswerGrade, DocGrade, RAGState, RetrievedDoc, usable_numbers
 
@@ -291,6 +291,7 @@ def _grade_answer(ctx: GraphContext, state: RAGState) -> AnswerGrade:
         state["context_documents"],
         usable_numbers(state),
         usage=ctx.usage,
+        threshold=ctx.limits.answer_confidence_threshold,
     )
     score = min(1.0, max(0.0, float(verdict.faithfulness_score)))
     return AnswerGrade(
@@ -309,29 +310,40 @@ def _grade_answer(ctx: GraphContext, state: RAGState) -> AnswerGrade:
 
 
 def refine_answer(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
-    """Rewrite the answer to drop or qualify the claims the grader flagged."""
+    """Rewrite the answer to drop or qualify the claims the grader flagged.
+
+    After the claims check, which names the exact sentences the documents do not state (and the
+    specifics no document holds), those sentences are cut out and nothing is rewritten: what is
+    left was each judged stated, and a small model asked to rewrite tends to add new claims.
+    Any other judge's verdict goes back to the generation model for a rewrite.
+    """
     ctx = runtime.context
     grade = state["answer_grade"]
     before = state["generation"]
+    pruning = ctx.models.faithfulness_method == "claims"
     with _timed(ctx, "refine_answer") as timing:
-        after = _unwrapped(
-            text_call(
-                ctx.models.generator,
-                prompts.refine_messages(
-                    state["original_query"],
-                    before,
-                    state["context_documents"],
-                    grade.problematic_claims,
-                    grade.refinement_suggestion,
-                    usable_numbers(state),
-                ),
-                usage=ctx.usage,
+        if pruning:
+            after = prune(before, grade.problematic_claims)
+        else:
+            after = _unwrapped(
+                text_call(
+                    ctx.models.generator,
+                    prompts.refine_messages(
+                        state["original_query"],
+                        before,
+                        state["context_documents"],
+                        grade.problematic_claims,
+                        grade.refinement_suggestion,
+                        usable_numbers(state),
+                    ),
+                    usage=ctx.usage,
+                )
             )
-        )
     ctx.emitter.emit(
         EventKind.REFINE,
         {
             "problematic_claims": grade.problematic_claims,
+            "method": "prune" if pruning else "rewrite",
             "before_chars": len(before),
             "after_chars": len(after),
             "duration_ms": round(timing["ms"], 1),

@@ -107,8 +107,8 @@ def generate_messages(
         "After each sentence, cite the document it comes from by its number in square "
         "brackets, like [1]. Name settings, commands, options and values exactly as the "
         "documents write them, and do not add details the documents do not state. If the "
-        "documents do not contain the answer, say only that the documentation does not cover "
-        "it. Be concise and use Markdown; put commands and code in fenced code blocks.",
+        "documents do not contain the answer, say so plainly instead of guessing. Be concise "
+        "and use Markdown; put commands and code in fenced code blocks.",
     )
 
 

@@ -289,11 +289,15 @@ def test_the_claims_check_vetoes_a_missing_specific_and_judges_each_sentence(
     script.generate = lambda q, docs: (
         "Beta logs rotate daily at midnight. Old logs are compressed every hour afterwards."
     )
-    script.refine = lambda answer, flagged: "Beta logs rotate daily at midnight."
     run = ask("How do beta logs rotate?", claims, answer_confidence_threshold=0.35)
 
     first, second = payloads(run, "grade_answer")
-    assert first["faithful"] is False and "every hour" in " ".join(first["problematic_claims"])
+    assert first["faithful"] is False
+    assert first["problematic_claims"] == ["Old logs are compressed every hour afterwards."]
+    # Refinement cuts the flagged sentence out, with no model call.
+    refine = payloads(run, "refine")[0]
+    assert refine["method"] == "prune" and "refine" not in script.calls
+    assert run.answer == "Beta logs rotate daily at midnight."
     assert second["faithful"] is True and run.status == QueryRun.Status.ANSWERED
     assert judged[:2] == [
         "Beta logs rotate daily at midnight.",
@@ -302,7 +306,6 @@ def test_the_claims_check_vetoes_a_missing_specific_and_judges_each_sentence(
     # A specific that no document holds fails the answer without asking the model.
     judged.clear()
     script.generate = lambda q, docs: "Set BETA_ROTATE_HOURS to 6 to rotate beta logs."
-    script.refine = lambda answer, flagged: answer
     run = ask("How do beta logs rotate?", claims, answer_confidence_threshold=0.35)
     assert run.status == QueryRun.Status.REFUSED and judged == []
     grade = payloads(run, "grade_answer")[0]

@@ -2,7 +2,7 @@
 
 import pytest
 
-from ragapp.graph.grounding import answer_claims, declines, lexical_support
+from ragapp.graph.grounding import MISSING, answer_claims, declines, lexical_support, prune
 from ragapp.graph.judges import lexical_verdict
 from ragapp.graph.state import RetrievedDoc
 
@@ -188,3 +188,14 @@ def test_the_claims_of_an_answer_are_its_sentences_that_state_something():
         "Run the restart command to reload the workers.",
         "Old logs are kept for seven days.",
     ]
+
+
+def test_pruning_cuts_the_flagged_sentences_and_the_blocks_holding_a_missing_specific():
+    answer = (
+        "Set `RAG_TOP_K` to change it [1]. It also resizes the cache.\n\n"
+        "```bash\nRAG_FOO=3 uv run python manage.py serve\n```\n\n"
+        "- Old logs are kept for seven days [2]."
+    )
+    pruned = prune(answer, ["It also resizes the cache.", f"rag_foo{MISSING}"])
+    assert pruned == "Set `RAG_TOP_K` to change it [1].\n\n- Old logs are kept for seven days [2]."
+    assert prune(answer, []) == answer
