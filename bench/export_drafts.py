@@ -32,7 +32,8 @@ def main() -> None:
     django.setup()
     from ragapp.models import Chunk, Evaluation, QueryRun
 
-    evaluation = Evaluation.objects.filter(name=args.evaluation).first()
+    # Names repeat (they default to the golden file's name): the newest evaluation of that name.
+    evaluation = Evaluation.objects.filter(name=args.evaluation).order_by("-created_at").first()
     if evaluation is None:
         raise SystemExit(f"No evaluation called {args.evaluation!r} in this knowledge base.")
     lines = []

@@ -11,6 +11,7 @@ from django.conf import settings
 from ragapp.events import EventKind, RunEmitter, Subscriber
 from ragapp.graph.builder import build_graph
 from ragapp.graph.context import ChatModels, GraphContext, GraphLimits
+from ragapp.graph.grounding import MISSING
 from ragapp.graph.prompts import FALLBACK_ANSWER
 from ragapp.graph.state import usable_numbers
 from ragapp.models import QueryRun
@@ -91,7 +92,7 @@ def _finish(run, final, context, emitter, started, embedding_model) -> None:
         status, answer, reason = QueryRun.Status.ANSWERED, draft, ""
     else:
         status, reason = QueryRun.Status.REFUSED, "unfaithful"
-        answer = _refusal_text(grade)
+        answer = _refusal_text(grade, context.models.faithfulness_method)
     cited = {int(n) for n in _CITATION.findall(draft)}
     sources = (
         # Numbered as the prompts showed them, so [n] in the answer is source n here.
@@ -151,8 +152,10 @@ PASSAGE_CHARS = 400
 
 
 def closest_passages(final: dict) -> list[dict]:
-    """The latest retrieval's best-graded chunks, with an excerpt, for a refusal to show."""
-    grades = sorted(final.get("grades", []), key=lambda g: (-g.score, -g.doc.similarity))
+    """The run's best-graded chunks (of any retrieval), with an excerpt, for a refusal to show."""
+    judged = {g.doc.chunk_id: g for g in final.get("grades", []) if not g.prefiltered}
+    judged.update(final.get("seen_grades", {}))
+    grades = sorted(judged.values(), key=lambda g: (-g.score, -g.doc.similarity))
     passages = []
     for grade in grades[:PASSAGES]:
         text = " ".join(grade.doc.text.split())
@@ -163,8 +166,13 @@ def closest_passages(final: dict) -> list[dict]:
     return passages
 
 
-def _refusal_text(grade) -> str:
-    claims = "; ".join(grade.problematic_claims) if grade and grade.problematic_claims else ""
+def _refusal_text(grade, method: str) -> str:
+    claims = list(grade.problematic_claims) if grade else []
+    if method == "claims":
+        # Its claims are the draft's own sentences: naming them would show the very claims the
+        # refusal withholds. The specifics no document holds are safe to name.
+        claims = [c for c in claims if c.endswith(MISSING)]
+    claims = "; ".join(claims)
     detail = f" Unsupported claims: {claims}." if claims else ""
     return (
         "I can't give a reliable answer to this question: even after one revision, my draft "

@@ -94,8 +94,9 @@ class GradeAnswerPayload(serializers.Serializer):
     reasoning = serializers.CharField(allow_blank=True)
     faithful = serializers.BooleanField()
     declined = serializers.BooleanField(
+        required=False,
         help_text="The answer says the documents do not cover the question: the run is "
-        "refused (not_in_documents) with no check and no refinement."
+        "refused (not_in_documents) with no check and no refinement.",
     )
     threshold = serializers.FloatField()
     after_refinement = serializers.BooleanField()
@@ -105,6 +106,7 @@ class GradeAnswerPayload(serializers.Serializer):
 class RefinePayload(serializers.Serializer):
     problematic_claims = serializers.ListField(child=serializers.CharField())
     method = serializers.ChoiceField(
+        required=False,
         choices=["rewrite", "prune"],
         help_text="rewrite: the generation model rewrote the answer; prune: the sentences the "
         "claims check flagged were cut out, with no model call.",
@@ -154,6 +156,7 @@ class AnswerPayload(serializers.Serializer):
     sources = CitedSourceSerializer(many=True)
     passages = PassageSerializer(
         many=True,
+        required=False,
         help_text="Only when refused: the closest passages found. They are not an answer.",
     )
     metadata = AnswerMetadataSerializer()

@@ -48,11 +48,15 @@ _DEFINED = re.compile(
     re.IGNORECASE,
 )
 # Specifics a question may carry into its answer without the documents repeating them: the
-# version it asks about ("2.4"), a product's name in capitals. Code-like names (`SOME_SETTING`,
+# version it asks about ("2.4"), a product's name in capitals. Not a plain number: "Is the limit
+# 100?" answered "Yes, 100" must still find 100 in the documents. Code-like names (`SOME_SETTING`,
 # --flags, dotted.names) are not among them: a made-up setting in a question must not become
 # "supported" by being asked about.
-_PLAIN_SPECIFIC = re.compile(r"\d[\d.,:%]*|[a-z][a-z0-9]*", re.IGNORECASE)
-_FILE_NAME = re.compile(r"\.(?:[a-z]{1,4})$")
+_PLAIN_SPECIFIC = re.compile(r"\d+(?:\.\d+)+|[a-z][a-z0-9]*", re.IGNORECASE)
+_FILE_NAME = re.compile(
+    r"\.(?:py|js|ts|json|ya?ml|toml|ini|cfg|conf|txt|md|rst|html?|csv|sql|sh|xml|log|env|lock|gz|"
+    r"tar|zip|pem|key|crt|php|rb|go|rs|java|c|h)$"
+)
 _SPACE = re.compile(r"\s+")
 # Literal values any configuration or language writes; no document needs to spell them out.
 _LITERALS = frozenset("true false on off null none yes no".split())
@@ -122,6 +126,11 @@ def _defined_names(text: str) -> set[str]:
     return {match.casefold() for match in _DEFINED.findall(text)}
 
 
+def _placeholder(part: str) -> bool:
+    """Whether `part` is a made-up example name; a name in capitals is a real setting's form."""
+    return bool(_PLACEHOLDER.search(_normal(part.strip()))) and not part.strip("`").isupper()
+
+
 def _specifics(text: str) -> list[str]:
     """The specifics of `text`, normalised; a code span counts by the specifics inside it.
 
@@ -137,7 +146,7 @@ def _specifics(text: str) -> list[str]:
             if part.startswith("`") or _PLAIN_WORD.fullmatch(part):
                 continue
             term = _normal(part.strip())
-            if term and not _PLACEHOLDER.search(term):
+            if term and not _placeholder(part):
                 found.append(term)
     for match in _SPECIFIC.findall(_FENCED.sub(" ", text)):
         if match.startswith("`"):
@@ -157,7 +166,7 @@ def _specifics(text: str) -> list[str]:
             parts = [match]
         for part in parts:
             term = _normal(part.strip())
-            if term and not _PLACEHOLDER.search(term):
+            if term and not _placeholder(part):
                 found.append(term)
     return found
 
@@ -171,7 +180,8 @@ def lexical_support(answer: str, documents: list[str], *, question: str = "") ->
     source = _normal(" ".join(documents))
     asked = _normal(question)
     body = _CITATION.sub(" ", answer)
-    defined = _defined_names(body)
+    # Only code defines names: "the function pg_frobnicate_all" in prose is a claim.
+    defined = _defined_names(" ".join(_FENCED.findall(body) + re.findall(r"`([^`\n]+)`", body)))
     unsupported = []
     stems = {w[:5] for w in _words(source) if len(w) > 4}
     for term in _specifics(body):
@@ -201,7 +211,7 @@ def lexical_support(answer: str, documents: list[str], *, question: str = "") ->
 # the writer declining, as it is asked to when the documents do not hold the answer.
 _DECLINE = re.compile(
     r"\b(?:(?:provided\s+|given\s+|these\s+|the\s+)?"
-    r"(?:documents?|documentation|docs|context|sources?|texts?|excerpts?|passages?)"
+    r"(?:documents?|documentation|docs|(?<=provided\s)(?:context|texts?|excerpts?|passages?))"
     r"(?:\s+provided|\s+above|\s+given)?\s+"
     r"(?:do(?:es)?\s+not|don't|doesn't|did\s+not|didn't)\s+(?:\w+ly\s+)?"
     r"(?:contain|mention|provide|include|cover|specify|say|describe|explain|state|discuss|"
@@ -221,16 +231,20 @@ _CONTRAST = re.compile(r"\b(?:but|however|although|though|instead)\b", re.IGNORE
 def declines(answer: str) -> bool:
     """Whether the answer's opening says the documents do not hold the answer.
 
-    Only the first sentence decides, and only when it cites nothing and the answer does not
-    turn to one ("... does not say X. However, `Y` does [1]" is an answer): a closing "the
-    documents do not say whether Z" after a cited answer is a caveat, not a refusal.
+    Only the first sentence decides, and only when the answer cites nothing, shows no code and
+    does not turn to an answer ("... does not say X. However, `Y` does" is one): a closing "the
+    documents do not say whether Z" after an answer is a caveat, not a refusal. An empty reply
+    declines too.
     """
     text = answer.strip()
+    if not text:
+        return True  # nothing written is no answer either
     first = _FIRST_SENTENCE.match(text).group(0)
     second = _FIRST_SENTENCE.match(text[len(first) :].strip()).group(0)
     return bool(
         _DECLINE.search(first)
-        and not _CITATION.search(first)
+        and not _CITATION.search(text)  # an answer that cites a document answers from it
+        and "```" not in text
         and not _CONTRAST.search(first + " " + second)
     )
 
@@ -282,7 +296,7 @@ def prune(answer: str, claims: list[str]) -> str:
 
     def flagged(text: str) -> bool:
         folded = _normal(text)
-        return any(term in folded for term in terms)
+        return any(_contains(folded, term) for term in terms)
 
     kept = []
     for block in re.split(r"(```.*?(?:```|$))", answer, flags=re.DOTALL):

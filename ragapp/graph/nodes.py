@@ -235,7 +235,7 @@ def generate(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
         EventKind.GENERATE,
         {
             "fallback": False,
-            "sources": [doc.summary() for doc in docs],
+            "sources": [state["context_documents"][n - 1].summary() for n in usable_numbers(state)],
             "usable": usable_numbers(state),
             "answer_chars": len(answer),
             "duration_ms": round(timing["ms"], 1),

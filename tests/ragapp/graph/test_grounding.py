@@ -199,3 +199,33 @@ def test_pruning_cuts_the_flagged_sentences_and_the_blocks_holding_a_missing_spe
     pruned = prune(answer, ["It also resizes the cache.", f"rag_foo{MISSING}"])
     assert pruned == "Set `RAG_TOP_K` to change it [1].\n\n- Old logs are kept for seven days [2]."
     assert prune(answer, []) == answer
+
+
+@pytest.mark.parametrize(
+    ("answer", "declined"),
+    [
+        ("The documentation does not specify a default.\n\nSet `TIME_ZONE` yourself [1].", False),
+        ("The template context does not include `request` unless the processor is on.", False),
+        ("", True),
+    ],
+)
+def test_a_decline_cites_nothing_and_is_about_the_documents(answer, declined):
+    assert declines(answer) is declined
+
+
+def test_holes_the_review_found_stay_closed():
+    docs = ["At most 50 connections. Set DB_PORT for the port. `def handler()` is an example."]
+    # A plain number from the question is still a claim the documents must hold.
+    assert lexical_support("Yes, 100 connections [1].", docs, question="Is it 100?").unsupported
+    # A name in capitals is a setting, never an example's placeholder.
+    assert lexical_support("Set DB_HOST too [1].", docs).unsupported == ("db_host",)
+    # Only code defines names; prose that calls something a function claims it exists.
+    prose = "Call the function pg_frobnicate_all [1]."
+    assert lexical_support(prose, docs).unsupported == ("pg_frobnicate_all",)
+    # A dotted attribute is an API name, not a file: its parts may be found apart.
+    assert lexical_support("Read `request.user` [1].", ["request", "The user."]).unsupported == ()
+
+
+def test_pruning_matches_a_missing_number_as_a_whole_token():
+    answer = "It keeps 100 rows [1]. It waits 10 seconds [1]."
+    assert prune(answer, [f"10{MISSING}"]) == "It keeps 100 rows [1]."
