@@ -137,7 +137,7 @@ def grade_pairs(root: Path, questions: list[str]) -> dict:
         for (slug, variant), doc in sorted(chunks_by_variant(question).items()):
             started = time.perf_counter()
             try:
-                score = judge_relevance(models, question, doc, usage=Usage()).score
+                score = judge_relevance(models, question, [doc], 1, usage=Usage()).score
             except JudgeError:
                 score = 0.0  # the graph counts an unusable verdict as not relevant
             rows.append(
