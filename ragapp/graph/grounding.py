@@ -290,9 +290,17 @@ def prune(answer: str, claims: list[str]) -> str:
     A flagged claim is either a sentence of the answer, as `answer_claims` wrote it, or a
     specific reported as "<term> does not appear in the documents": every sentence or code
     block that holds that term goes. What is left was each judged stated by the documents.
+    An answer whose opening claim is flagged prunes to nothing.
     """
     terms = [c.removesuffix(MISSING).casefold() for c in claims if c.endswith(MISSING)]
     sentences = {c for c in claims if not c.endswith(MISSING)}
+    opening = answer_claims(answer)[:1]
+    if opening and (
+        opening[0] in sentences or any(_contains(_normal(opening[0]), t) for t in terms)
+    ):
+        # The writer is asked to start with the direct answer. When that is what the documents do
+        # not state, cutting it leaves true sentences that answer nothing: no answer is left.
+        return ""
 
     def flagged(text: str) -> bool:
         folded = _normal(text)

@@ -229,3 +229,10 @@ def test_holes_the_review_found_stay_closed():
 def test_pruning_matches_a_missing_number_as_a_whole_token():
     answer = "It keeps 100 rows [1]. It waits 10 seconds [1]."
     assert prune(answer, [f"10{MISSING}"]) == "It keeps 100 rows [1]."
+
+
+def test_an_answer_whose_direct_answer_is_flagged_prunes_to_nothing():
+    answer = "Use the --turbo flag to do it [1]. Logs are kept for seven days [2]."
+    assert prune(answer, ["Use the --turbo flag to do it."]) == ""
+    assert prune(answer, [f"--turbo{MISSING}"]) == ""
+    assert prune(answer, ["Logs are kept for seven days."]) == "Use the --turbo flag to do it [1]."
