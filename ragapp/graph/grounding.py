@@ -265,6 +265,15 @@ _POINTER = re.compile(
 MAX_CLAIMS = 6  # each is a model call; an answer longer than this is checked on its first six
 
 
+def _claim_text(piece: str) -> str:
+    """A sentence as a claim: no citations, no list or heading markup, spaces collapsed.
+
+    `answer_claims` names claims in this form and `prune` finds them by it: one function, so
+    the two cannot drift apart.
+    """
+    return " ".join(_MARKUP.sub("", re.sub(r"\s*\[\d{1,2}\]", "", piece)).strip().split())
+
+
 def answer_claims(answer: str) -> list[str]:
     """The sentences of an answer that state something, without code blocks and citations.
 
@@ -275,9 +284,9 @@ def answer_claims(answer: str) -> list[str]:
     for piece in _SENTENCE_END.split(_FENCED.sub("\n", answer)):
         if _POINTER.search(piece):
             continue  # "This is stated in [2]." points at a source; it claims nothing itself
-        sentence = _MARKUP.sub("", re.sub(r"\s*\[\d{1,2}\]", "", piece)).strip()
+        sentence = _claim_text(piece)
         if len(sentence.split()) >= 4 and not sentence.endswith(":"):
-            claims.append(" ".join(sentence.split()))
+            claims.append(sentence)
     return claims[:MAX_CLAIMS]
 
 
@@ -316,10 +325,7 @@ def prune(answer: str, claims: list[str]) -> str:
             pieces = _SENTENCE_END.split(line)
             survivors = []
             for piece in pieces:
-                sentence = " ".join(
-                    _MARKUP.sub("", re.sub(r"\s*\[\d{1,2}\]", "", piece)).strip().split()
-                )
-                if sentence in sentences or flagged(piece):
+                if _claim_text(piece) in sentences or flagged(piece):
                     continue
                 survivors.append(piece)
             if survivors or not line.strip():

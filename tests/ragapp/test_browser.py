@@ -39,12 +39,16 @@ def browser():
         browser.close()
 
 
-def test_ask_watch_the_trace_live_then_replay(server, browser):
-    page = browser.new_page()
+def sign_in(page, server: str) -> None:
     page.goto(f"{server}/")
     page.fill("#id_username", "alice")
     page.fill("#id_password", "pw-alice-123")
     page.click("button[type=submit]")
+
+
+def test_ask_watch_the_trace_live_then_replay(server, browser):
+    page = browser.new_page()
+    sign_in(page, server)
     page.fill("#id_query", "How do I restart the worker?")
     page.click("form.card button[type=submit]")
 
@@ -70,10 +74,7 @@ def test_ask_watch_the_trace_live_then_replay(server, browser):
 
 def test_a_refusal_still_shows_the_closest_passages(server, browser):
     page = browser.new_page(viewport={"width": 1280, "height": 900})
-    page.goto(f"{server}/")
-    page.fill("#id_username", "alice")
-    page.fill("#id_password", "pw-alice-123")
-    page.click("button[type=submit]")
+    sign_in(page, server)
     page.fill("#id_query", "How do I configure SAML single sign-on for the billing portal?")
     page.click("form.card button[type=submit]")
 
