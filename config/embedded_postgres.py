@@ -35,6 +35,10 @@ def ensure_server(data_dir: Path) -> EmbeddedServer:
     get_server = _wheel().get_server
     data_dir = Path(data_dir).expanduser().resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
+    # The wheel's get_server() checks for pgdata and then creates it outside its lock, so two
+    # processes starting at once can both see it missing and one fails on mkdir. Creating it here,
+    # tolerating a winner, closes that window; initdb itself still runs under the wheel's lock.
+    (data_dir / PGDATA_SUBDIR).mkdir(exist_ok=True)
     # cleanup_mode=None: the server outlives this process so it can be shared and reused.
     server = get_server(data_dir / PGDATA_SUBDIR, cleanup_mode=None)
     # get_server() hands back a cached handle without looking at the server again; if it was
