@@ -47,8 +47,8 @@ def overhead(runs: int) -> dict:
     from ragapp.graph.context import ChatModels
     from ragapp.providers import get_embeddings
     from ragapp.providers.fake_chat import FakeChatModel, FakeScript
-    from ragapp.retrieval import VectorRetriever
-    from ragapp.runner import execute_run
+    from ragapp.retrieval.retrievers import VectorRetriever
+    from ragapp.runs.runner import execute_run
     from ragapp.services import run_create
 
     embeddings = get_embeddings()
@@ -83,7 +83,7 @@ def local_latency(count: int, model: str) -> dict:
 
     from ragapp.models import QueryRun
     from ragapp.providers.chat import clear_chat_models_cache
-    from ragapp.runner import execute_run
+    from ragapp.runs.runner import execute_run
     from ragapp.services import run_create
 
     settings.RAG_CHAT_PROVIDER = "local"

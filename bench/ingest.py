@@ -35,10 +35,10 @@ def main() -> dict:
         from django.core.management import call_command
 
         from ingestion.chunking import chunk_document
-        from ingestion.embedding import embedding_text
         from ingestion.loaders import load_document
         from ragapp.models import Chunk
         from ragapp.providers.local_embeddings import LocalOnnxEmbeddings
+        from ragapp.retrieval.vector import embedding_text
 
         corpus = work / "corpus"
         files, size = build_corpus(corpus, min_bytes=int(args.mb * 1_000_000))

@@ -101,7 +101,7 @@ def chunks_by_variant(question: str) -> dict[tuple[str, str], object]:
     """(page, variant) -> the RetrievedDoc the graph would grade for `question`."""
     from ragapp.models import Chunk
     from ragapp.providers import get_embeddings
-    from ragapp.retrieval import VectorRetriever
+    from ragapp.retrieval.retrievers import VectorRetriever
 
     total = Chunk.objects.count()
     docs = VectorRetriever(get_embeddings()).search(question, k=total)
@@ -178,7 +178,7 @@ def grade_pairs(root: Path, questions: list[str]) -> dict:
 def whole_runs(root: Path, questions: list[str]) -> list[dict]:
     """Per injection, ask each question of a knowledge base holding only its injected pages."""
     from ragapp.models import Document
-    from ragapp.runner import execute_run
+    from ragapp.runs.runner import execute_run
     from ragapp.services import run_create
 
     results = []

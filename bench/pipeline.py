@@ -79,7 +79,7 @@ def before(question: str, retriever, model, usage) -> float:
 
 def now(question: str) -> tuple[float, dict]:
     """The product's graph with the settings in force; seconds and its node timings."""
-    from ragapp.runner import execute_run
+    from ragapp.runs.runner import execute_run
     from ragapp.services import run_create
 
     run = run_create(query=question)
@@ -102,7 +102,7 @@ def main() -> dict:
         from ragapp.graph.context import Usage
         from ragapp.providers import get_embeddings
         from ragapp.providers.chat import get_chat_models
-        from ragapp.retrieval import build_retriever
+        from ragapp.retrieval.retrievers import build_retriever
 
         call_command("ingest_docs", str(settings.BASE_DIR / "docs"), stdout=io.StringIO())
         retriever = build_retriever(mode=settings.RAG_RETRIEVAL_MODE, embeddings=get_embeddings())

@@ -77,7 +77,7 @@ def main(argv=None) -> dict:
         from ragapp.graph import prompts
         from ragapp.providers import get_embeddings
         from ragapp.providers.local_llm import local_server
-        from ragapp.retrieval import build_retriever
+        from ragapp.retrieval.retrievers import build_retriever
 
         call_command("ingest_docs", str(settings.BASE_DIR / "docs"), stdout=io.StringIO())
         retriever = build_retriever(mode=settings.RAG_RETRIEVAL_MODE, embeddings=get_embeddings())

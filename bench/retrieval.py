@@ -184,7 +184,7 @@ def run_size(n: int, args) -> list[dict]:
     with throwaway_django(RAG_EMBEDDING_PROVIDER="fake"):
         from django.conf import settings
 
-        from ragapp.retrieval import HybridRetriever, VectorRetriever
+        from ragapp.retrieval.retrievers import HybridRetriever, VectorRetriever
 
         load_s = fill(n, vectors, labels)
         index_s = build_index(args.m, args.ef_construction)

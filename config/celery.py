@@ -11,20 +11,26 @@ from celery.signals import worker_ready, worker_shutdown
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
+# The one task: ragapp/tasks.py defines it, the executor sends it by this name.
+EXECUTE_RUN_TASK = "ragapp.execute_run"
+
 app = Celery("rag")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks(["ragapp"])
 
 
+# The imports below are deferred: this module is loaded before Django's app registry is ready.
+
+
 @worker_ready.connect
 def _start_liveness(**kwargs):
-    from ragapp.liveness import start_monitor
+    from ragapp.runs.liveness import start_monitor
 
     start_monitor()
 
 
 @worker_shutdown.connect
 def _stop_liveness(**kwargs):
-    from ragapp.liveness import get_monitor
+    from ragapp.runs.liveness import get_monitor
 
     get_monitor().stop()

@@ -405,8 +405,8 @@ if RAG_RUN_STALE_SECONDS < 2 * RAG_RUN_HEARTBEAT_SECONDS:
 # A run still queued after this long will not start (its queue or process was lost): it fails.
 RAG_RUN_QUEUE_TIMEOUT_SECONDS = env_float("RAG_RUN_QUEUE_TIMEOUT_SECONDS", 900.0, minimum=1.0)
 # The live trace: one eventstream channel per run, read from the TraceEvent table itself.
-EVENTSTREAM_STORAGE_CLASS = "ragapp.eventstream.TraceEventStorage"
-EVENTSTREAM_CHANNELMANAGER_CLASS = "ragapp.eventstream.RunChannelManager"
+EVENTSTREAM_STORAGE_CLASS = "ragapp.trace.stream.TraceEventStorage"
+EVENTSTREAM_CHANNELMANAGER_CLASS = "ragapp.trace.stream.RunChannelManager"
 if RAG_REDIS_URL:
     # django-eventstream relays events through Redis pub/sub only when this setting exists.
     EVENTSTREAM_REDIS = redis_connection(RAG_REDIS_URL)

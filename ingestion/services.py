@@ -14,11 +14,11 @@ from django.db import transaction
 
 from ingestion.chunking import ChunkDraft, chunk_document
 from ingestion.discovery import discover
-from ingestion.embedding import embedding_text
 from ingestion.loaders import EmptyDocumentError, LoadError, load_document
 from ingestion.report import FileResult, IngestReport, Outcome
 from ragapp.models import Chunk, Document
 from ragapp.providers import EmbeddingProvider
+from ragapp.retrieval.vector import embedding_text
 from ragapp.selectors import embedding_index_check
 from ragapp.services import embedding_index_prepare
 

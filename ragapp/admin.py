@@ -3,7 +3,7 @@
 from django.contrib import admin
 
 from ragapp.models import Chunk, Document, EmbeddingIndex, Feedback, QueryRun, TraceEvent
-from ragapp.trace_text import describe
+from ragapp.trace.text import describe
 
 
 class ChunkInline(admin.TabularInline):

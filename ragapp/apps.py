@@ -8,6 +8,6 @@ class RagappConfig(AppConfig):
 
     def ready(self):
         if getattr(settings, "EVENTSTREAM_REDIS", None):
-            from ragapp.eventstream_redis import install
+            from ragapp.trace.redis_relay import install
 
             install(settings.EVENTSTREAM_REDIS)

@@ -4,6 +4,7 @@ from django import forms
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
+from ragapp.models import QueryRun
 from ragapp.services.runs import clean_query
 
 
@@ -54,8 +55,6 @@ class HistoryFilterForm(forms.Form):
     )
 
     def __init__(self, *args, **kwargs):
-        from ragapp.models import QueryRun
-
         super().__init__(*args, **kwargs)
         self.fields["status"].choices += list(QueryRun.Status.choices)
         self.fields["risk"].choices += list(QueryRun.Risk.choices)

@@ -140,7 +140,7 @@ class QueryRun(models.Model):
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     started_at = models.DateTimeField(null=True, blank=True)
     # Refreshed every RAG_RUN_HEARTBEAT_SECONDS by the process executing the run; a running run
-    # whose heartbeat stops lost that process (ragapp/liveness.py).
+    # whose heartbeat stops lost that process (ragapp/runs/liveness.py).
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from django.conf import settings
 from django.core.cache import cache
-from django.db import DatabaseError, connection, models, transaction
+from django.db import DatabaseError, connection, models
 
 from ragapp.models import Chunk, Document, EmbeddingIndex, QueryRun
 from ragapp.providers import EmbeddingProvider
-from ragapp.vector_index import cosine_distance_to, set_ef_search
+from ragapp.providers.status import providers_status
 
 REEMBED_HINT = (
     "Re-embed the knowledge base with the current model: `uv run manage.py ingest_docs --reembed` "
@@ -20,14 +17,6 @@ REEMBED_HINT = (
 
 class EmbeddingMismatchError(Exception):
     """The stored vectors come from another embedding model than the one configured."""
-
-
-@dataclass(frozen=True)
-class ScoredChunk:
-    """A retrieved chunk with its cosine similarity to the query (1 = same direction)."""
-
-    chunk: Chunk
-    similarity: float
 
 
 def embedding_index_get() -> EmbeddingIndex | None:
@@ -48,24 +37,6 @@ def embedding_index_check(*, embeddings: EmbeddingProvider) -> EmbeddingIndex | 
             f"dimensions); their vectors cannot be compared. {REEMBED_HINT}"
         )
     return index
-
-
-def chunk_vector_search(
-    *, query: str, embeddings: EmbeddingProvider, k: int, vector: list[float] | None = None
-) -> list[ScoredChunk]:
-    """The `k` chunks nearest to `query` (or to its `vector`, if given) through the HNSW index."""
-    embedding_index_check(embeddings=embeddings)
-    if vector is None:
-        vector = embeddings.embed_query(query)
-    with transaction.atomic():
-        set_ef_search(max(settings.RAG_HNSW_EF_SEARCH, k))
-        rows = list(
-            Chunk.objects.select_related("document")
-            .defer("embedding", "search_vector")
-            .annotate(distance=cosine_distance_to(vector, dimensions=embeddings.dimensions))
-            .order_by("distance")[:k]
-        )
-    return [ScoredChunk(chunk=row, similarity=1.0 - float(row.distance)) for row in rows]
 
 
 def pending_migrations() -> list[str]:
@@ -112,8 +83,6 @@ def system_health() -> dict:
     model is not ready (a key is missing, a package is not installed), `error` when the database
     does not answer.
     """
-    from ragapp.providers.status import providers_status
-
     database = database_status()
     providers = providers_status()
     index = None

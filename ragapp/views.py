@@ -8,10 +8,10 @@ from django.http import Http404, HttpResponseBadRequest, HttpResponseForbidden, 
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from ragapp.eventstream import event_message, release_connection, run_event_stream
 from ragapp.forms import AskForm, FeedbackForm, HistoryFilterForm
 from ragapp.models import QueryRun
 from ragapp.rendering import render_markdown, render_plain
+from ragapp.runs.submit import run_submit
 from ragapp.selectors import (
     chunk_get,
     database_status,
@@ -22,7 +22,8 @@ from ragapp.selectors import (
     runs_search,
     runs_visible_to,
 )
-from ragapp.services import feedback_submit, run_submit
+from ragapp.services import feedback_submit
+from ragapp.trace.stream import event_message, release_connection, run_event_stream
 
 
 def healthz(request):

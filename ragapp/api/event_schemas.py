@@ -1,7 +1,7 @@
 """The trace events as OpenAPI components: one schema per kind, told apart by `kind`.
 
-These serializers only describe: events are written by the graph (`ragapp/events.py`) and sent
-as stored. tests/ragapp/api/test_schema.py checks real events of real runs against these
+These serializers only describe: events are written by the graph (`ragapp/trace/emitter.py`)
+and sent as stored. tests/ragapp/api/test_schema.py checks real events of real runs against these
 schemas, so the documentation cannot drift from what the graph emits.
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 from drf_spectacular.utils import PolymorphicProxySerializer
 from rest_framework import serializers
 
-from ragapp.events import EventKind
 from ragapp.models import QueryRun
+from ragapp.trace.kinds import EventKind
 
 RISKS = QueryRun.Risk.choices
 FINAL_STATUSES = [QueryRun.Status.ANSWERED, QueryRun.Status.REFUSED, QueryRun.Status.FAILED]

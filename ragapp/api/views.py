@@ -39,7 +39,7 @@ from ragapp.api.throttles import (
     TokenObtainThrottle,
     TokenUsernameThrottle,
 )
-from ragapp.eventstream import channel_for, event_message, requested_seq, run_event_stream
+from ragapp.runs.submit import run_submit
 from ragapp.selectors import (
     run_events_list,
     run_trace_complete,
@@ -47,7 +47,8 @@ from ragapp.selectors import (
     runs_visible_to,
     system_health,
 )
-from ragapp.services import feedback_submit, run_submit
+from ragapp.services import feedback_submit
+from ragapp.trace.stream import channel_for, event_message, requested_seq, run_event_stream
 
 ERRORS = {
     401: OpenApiResponse(description="No or invalid credentials (`WWW-Authenticate: Token`)."),

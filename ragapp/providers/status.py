@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from ragapp.model_files import ModelFileError, installed
+from ragapp.providers.model_files import ModelFileError, installed
 
 
 def providers_status() -> dict:

@@ -10,7 +10,6 @@ from ragapp.services.runs import (
     run_fail,
     run_finish,
     run_start,
-    run_submit,
     runs_fail_lost,
     runs_heartbeat,
 )
@@ -27,7 +26,6 @@ __all__ = [
     "run_fail",
     "run_finish",
     "run_start",
-    "run_submit",
     "runs_fail_lost",
     "runs_heartbeat",
 ]

@@ -6,11 +6,15 @@ from collections.abc import Callable
 
 from django.db import transaction
 
-from ingestion.embedding import embedding_text
 from ragapp.models import Chunk, EmbeddingIndex
 from ragapp.providers import EmbeddingProvider
+from ragapp.retrieval.vector import (
+    create_hnsw_index,
+    drop_hnsw_index,
+    embedding_text,
+    lock_embedding_index,
+)
 from ragapp.selectors import embedding_index_check
-from ragapp.vector_index import create_hnsw_index, drop_hnsw_index, lock_embedding_index
 
 REEMBED_BATCH = 256
 

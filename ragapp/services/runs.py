@@ -6,11 +6,12 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from ragapp.models import QueryRun
+from ragapp.models import Feedback, QueryRun
+from ragapp.trace.emitter import RunEmitter
+from ragapp.trace.kinds import EventKind
 
 Status = QueryRun.Status
 
@@ -45,15 +46,6 @@ def clean_query(query: object) -> str:
 def run_create(*, query: str, owner=None, evaluation=None) -> QueryRun:
     """Create a queued run for `query` (validated), part of `evaluation` if given."""
     return QueryRun.objects.create(query=clean_query(query), owner=owner, evaluation=evaluation)
-
-
-def run_submit(*, query: str, owner=None) -> QueryRun:
-    """Create a run and hand it to the executor once the row is committed."""
-    from ragapp.executor import get_executor
-
-    run = run_create(query=query, owner=owner)
-    transaction.on_commit(lambda: get_executor().submit(run.pk))
-    return run
 
 
 def _move(run: QueryRun, target: str, **fields) -> QueryRun:
@@ -167,8 +159,6 @@ def run_abort(*, run: QueryRun, error: str, publish=None) -> QueryRun:
     For runs whose executor is gone or never got them; a failure inside the graph is recorded by
     the runner itself. The events follow any the run already has, so its stream closes.
     """
-    from ragapp.events import EventKind, RunEmitter
-
     run_fail(run=run, error=error)
     emitter = RunEmitter(run, [publish] if publish else None)
     emitter.emit(EventKind.ERROR, {"message": error})
@@ -178,8 +168,6 @@ def run_abort(*, run: QueryRun, error: str, publish=None) -> QueryRun:
 
 def feedback_submit(*, run: QueryRun, user, rating: int, comment: str = ""):
     """Record (or replace) `user`'s thumbs up/down on a finished run."""
-    from ragapp.models import Feedback
-
     if run.status not in (Status.ANSWERED, Status.REFUSED, Status.FAILED):
         raise ValidationError("Feedback is for finished runs.")
     if rating not in (Feedback.Rating.UP, Feedback.Rating.DOWN):

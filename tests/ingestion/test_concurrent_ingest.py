@@ -16,7 +16,7 @@ from django.db.models import Count
 
 from ingestion.services import ingest_paths, source_path_for
 from ragapp.models import Chunk, Document
-from ragapp.retrieval import HybridRetriever, VectorRetriever
+from ragapp.retrieval.retrievers import HybridRetriever, VectorRetriever
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

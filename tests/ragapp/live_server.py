@@ -22,6 +22,12 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def shared_database_url() -> str:
+    """The test database as a DATABASE_URL, for another process to share it."""
+    params = connection.get_connection_params()
+    return f"postgresql://postgres@{quote(params['host'], safe='')}/{params['dbname']}"
+
+
 @pytest.fixture
 def server(request, tmp_path, django_user_model):
     """uvicorn serving the app on the test database, with the fake models.
@@ -34,8 +40,7 @@ def server(request, tmp_path, django_user_model):
     )
     call_command("ingest_docs", str(tmp_path / "docs"), stdout=StringIO())
     django_user_model.objects.create_user("alice", password="pw-alice-123")
-    params = connection.get_connection_params()
-    url = f"postgresql://postgres@{quote(params['host'], safe='')}/{params['dbname']}"
+    url = shared_database_url()
     port = free_port()
     env = {
         **os.environ,

@@ -5,9 +5,9 @@ import pytest
 from django.test import Client
 from rest_framework.test import APIClient
 
-from ragapp.eventstream import RunChannelManager, channel_for
 from ragapp.models import Chunk, TraceEvent
 from ragapp.services import run_create, run_finish, run_start
+from ragapp.trace.stream import RunChannelManager, channel_for
 
 pytestmark = pytest.mark.django_db
 

@@ -6,7 +6,7 @@ import pytest
 from django.test import Client, override_settings
 
 from ragapp.models import Feedback, QueryRun
-from ragapp.runner import execute_run
+from ragapp.runs.runner import execute_run
 from ragapp.services import run_create
 
 pytestmark = pytest.mark.django_db

@@ -5,14 +5,14 @@ import json
 import pytest
 from django.urls import reverse
 
-from ragapp.eventstream import (
+from ragapp.models import QueryRun, TraceEvent
+from ragapp.services import run_create
+from ragapp.trace.stream import (
     RunChannelManager,
     TraceEventStorage,
     channel_for,
     event_message,
 )
-from ragapp.models import QueryRun, TraceEvent
-from ragapp.services import run_create
 
 pytestmark = pytest.mark.django_db
 
@@ -90,9 +90,9 @@ def test_anonymous_is_refused(client, run):
 def test_a_submitted_run_executes_in_the_background_and_is_stored(settings, tmp_path):
     from django.core.management import call_command
 
-    from ragapp.executor import get_executor
     from ragapp.providers.chat import clear_chat_models_cache
-    from ragapp.services import run_submit
+    from ragapp.runs.executor import get_executor
+    from ragapp.runs.submit import run_submit
 
     settings.RAG_CHAT_PROVIDER = "fake"
     clear_chat_models_cache()
@@ -101,7 +101,7 @@ def test_a_submitted_run_executes_in_the_background_and_is_stored(settings, tmp_
     run = run_submit(query="How do I restart the worker?")  # autocommit: submitted at once
     executor = get_executor()
     executor.shutdown(wait=True)  # wait for the queued run to finish
-    import ragapp.executor as module
+    import ragapp.runs.executor as module
 
     module._executor = None
     run.refresh_from_db()
@@ -114,7 +114,7 @@ def test_a_submitted_run_executes_in_the_background_and_is_stored(settings, tmp_
 def test_events_already_sent_on_a_connection_are_dropped():
     import asyncio
 
-    from ragapp.eventstream import once_in_order
+    from ragapp.trace.stream import once_in_order
 
     channel = "run-abc"
 
@@ -144,8 +144,8 @@ def test_events_already_sent_on_a_connection_are_dropped():
 def test_submissions_beyond_the_worker_bound_queue_and_all_finish(settings, tmp_path):
     from django.core.management import call_command
 
-    from ragapp.executor import ThreadRunExecutor
     from ragapp.providers.chat import clear_chat_models_cache
+    from ragapp.runs.executor import ThreadRunExecutor
 
     settings.RAG_CHAT_PROVIDER = "fake"
     clear_chat_models_cache()
@@ -166,7 +166,7 @@ def test_a_gap_in_the_live_events_is_filled_from_the_database_in_order():
     """An event published while the Redis relay was away is read back before its successor."""
     import asyncio
 
-    from ragapp.eventstream import channel_for, once_in_order
+    from ragapp.trace.stream import channel_for, once_in_order
 
     run = run_create(query="How do I restart the worker?")
     for seq, kind in enumerate(["retrieve", "grade", "grade", "grade_docs"], 1):
@@ -191,7 +191,7 @@ def test_a_keep_alive_catches_up_a_lost_done_and_closes_the_stream():
     """The last events were never relayed: the next keep-alive reads them from the database."""
     import asyncio
 
-    from ragapp.eventstream import channel_for, once_in_order
+    from ragapp.trace.stream import channel_for, once_in_order
 
     run = run_create(query="How do I restart the worker?")
     for seq, kind in enumerate(["retrieve", "answer", "done"], 1):

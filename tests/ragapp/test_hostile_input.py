@@ -15,7 +15,7 @@ from django.test import Client
 from ragapp.graph.context import ChatModels, GraphLimits
 from ragapp.models import QueryRun
 from ragapp.providers.fake_chat import FakeChatModel, FakeScript
-from ragapp.runner import execute_run
+from ragapp.runs.runner import execute_run
 from tests.ragapp.api.conftest import token_client
 
 pytestmark = pytest.mark.django_db

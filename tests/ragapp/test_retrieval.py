@@ -3,7 +3,7 @@
 import pytest
 
 from ragapp.models import Chunk, Document
-from ragapp.retrieval import HybridRetriever, VectorRetriever, build_retriever
+from ragapp.retrieval.retrievers import HybridRetriever, VectorRetriever, build_retriever
 from ragapp.services import embedding_index_prepare
 
 pytestmark = pytest.mark.django_db

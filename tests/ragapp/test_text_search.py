@@ -1,4 +1,4 @@
-"""BM25 full-text ranking in PostgreSQL (ragapp/text_search.py)."""
+"""BM25 full-text ranking in PostgreSQL (ragapp/retrieval/text_search.py)."""
 
 import math
 

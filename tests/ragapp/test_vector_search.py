@@ -9,9 +9,9 @@ from django.db import connection
 
 from ragapp.models import Chunk, Document
 from ragapp.providers.fake_embeddings import FakeEmbeddings
-from ragapp.selectors import EmbeddingMismatchError, chunk_vector_search
+from ragapp.retrieval.vector import chunk_vector_search, cosine_distance_to, set_ef_search
+from ragapp.selectors import EmbeddingMismatchError
 from ragapp.services import embedding_index_prepare
-from ragapp.vector_index import cosine_distance_to, set_ef_search
 
 pytestmark = pytest.mark.django_db
 

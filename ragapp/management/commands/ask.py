@@ -3,9 +3,9 @@
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
-from ragapp.runner import execute_run
+from ragapp.runs.runner import execute_run
 from ragapp.services import run_create
-from ragapp.trace_text import describe
+from ragapp.trace.text import describe
 
 
 class Command(BaseCommand):

@@ -10,13 +10,13 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from rest_framework.authtoken.models import Token
 
-from ragapp.events import EventKind
-from ragapp.eventstream import event_message
 from ragapp.graph.context import ChatModels, GraphLimits
 from ragapp.models import TraceEvent
 from ragapp.providers.fake_chat import FakeChatModel, FakeScript
-from ragapp.runner import execute_run
+from ragapp.runs.runner import execute_run
 from ragapp.services import run_create
+from ragapp.trace.kinds import EventKind
+from ragapp.trace.stream import event_message
 
 pytestmark = pytest.mark.django_db
 

@@ -4,7 +4,7 @@ import pytest
 
 from ragapp.graph.context import GraphLimits
 from ragapp.models import Chunk, QueryRun, TraceEvent
-from ragapp.runner import execute_run
+from ragapp.runs.runner import execute_run
 from ragapp.services import run_create
 
 pytestmark = pytest.mark.django_db

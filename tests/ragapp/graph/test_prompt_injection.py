@@ -21,7 +21,7 @@ from ragapp.graph.schemas import AnswerFaithfulness, DocumentRelevance
 from ragapp.graph.state import RetrievedDoc
 from ragapp.models import Chunk, Document, QueryRun
 from ragapp.providers.fake_chat import FakeChatModel, FakeScript
-from ragapp.runner import execute_run
+from ragapp.runs.runner import execute_run
 from tests.ragapp.graph.conftest import one_model_in_every_role
 
 pytestmark = pytest.mark.django_db

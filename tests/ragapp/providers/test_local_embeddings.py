@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from ragapp.model_files import ModelFileError, verify_file
 from ragapp.providers.local_embeddings import LocalOnnxEmbeddings
+from ragapp.providers.model_files import ModelFileError, verify_file
 
 
 @pytest.fixture(scope="module")

@@ -12,10 +12,10 @@ from ragapp.graph.context import Usage
 from ragapp.graph.judges import structured_call, text_call, yes_probability
 from ragapp.graph.schemas import AnswerFaithfulness, DocumentRelevance
 from ragapp.graph.state import RetrievedDoc
-from ragapp.model_files import ModelFileError
 from ragapp.models import QueryRun
 from ragapp.providers import local_llm
 from ragapp.providers.chat import clear_chat_models_cache, get_chat_models
+from ragapp.providers.model_files import ModelFileError
 
 DOC = RetrievedDoc(
     1,

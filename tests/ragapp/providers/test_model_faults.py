@@ -18,7 +18,7 @@ from rest_framework.authtoken.models import Token
 
 from ragapp.models import QueryRun, TraceEvent
 from ragapp.providers.chat import clear_chat_models_cache
-from ragapp.runner import execute_run
+from ragapp.runs.runner import execute_run
 from ragapp.services import run_create
 from tests.ragapp.live_server import free_port, read_closed_stream
 from tests.ragapp.providers.misbehaving_server import (

@@ -5,10 +5,11 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from ragapp.events import EventKind, RunEmitter
-from ragapp.liveness import RunMonitor
 from ragapp.models import QueryRun
+from ragapp.runs.liveness import RunMonitor
 from ragapp.services import run_create, run_start, runs_fail_lost, runs_heartbeat
+from ragapp.trace.emitter import RunEmitter
+from ragapp.trace.kinds import EventKind
 
 pytestmark = pytest.mark.django_db
 
@@ -78,7 +79,7 @@ def test_a_run_queued_too_long_is_failed_as_never_started(settings):
 
 @pytest.mark.django_db(transaction=True)
 def test_a_run_delivered_twice_is_not_executed_again(settings):
-    from ragapp.executor import execute_queued_run
+    from ragapp.runs.executor import execute_queued_run
 
     run = started_run(0)
     execute_queued_run(run.pk)  # e.g. a broker redelivery after the first worker took it
@@ -87,7 +88,7 @@ def test_a_run_delivered_twice_is_not_executed_again(settings):
 
 
 def test_a_run_that_cannot_be_queued_fails_visibly(settings):
-    from ragapp.executor import CeleryRunExecutor
+    from ragapp.runs.executor import CeleryRunExecutor
 
     settings.CELERY_BROKER_URL = "redis://127.0.0.1:9/0"  # nothing listens on the discard port
     from config.celery import app

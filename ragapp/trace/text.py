@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ragapp.events import EventKind
+from ragapp.trace.kinds import EventKind
 
 
 def _where(doc: dict) -> str:

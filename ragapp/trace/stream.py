@@ -69,7 +69,7 @@ def publish(event: TraceEvent) -> None:
     """Send a stored trace event to the run's live subscribers, in this and other processes.
 
     The event is already stored; if it cannot be relayed (Redis restarting), the run goes on and
-    open streams catch up from the database (ragapp/eventstream_redis.py, `once_in_order`).
+    open streams catch up from the database (ragapp/trace/redis_relay.py, `once_in_order`).
     """
     global _relay_paused_until
     if time.monotonic() < _relay_paused_until:

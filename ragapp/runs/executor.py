@@ -5,7 +5,7 @@ Two executors behind one `submit(run_id)` method, chosen by RAG_EXECUTOR:
   (RAG_MAX_CONCURRENT_RUNS); submissions beyond the bound wait in the pool's queue.
 - `celery`: a task on a Celery queue (Redis broker), executed by `celery worker` processes on any
   machine. The web processes then only accept runs and stream their traces.
-Either way the run itself is executed by `execute_queued_run`, under a heartbeat.
+Either way the run itself is executed by `runner.execute_queued_run`, which heartbeats.
 """
 
 from __future__ import annotations
@@ -16,7 +16,12 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Protocol
 
 from django.conf import settings
-from django.db import close_old_connections, connections
+
+from config.celery import EXECUTE_RUN_TASK, app
+from ragapp.models import QueryRun
+from ragapp.runs.runner import execute_queued_run
+from ragapp.services import run_abort
+from ragapp.trace.stream import publish
 
 logger = logging.getLogger(__name__)
 
@@ -44,11 +49,11 @@ class CeleryRunExecutor:
     """Sends queued runs to the Celery workers through the broker."""
 
     def submit(self, run_id) -> None:
-        from ragapp.tasks import execute_run_task
-
         try:
-            # The broker may be restarting: retry briefly, then give up visibly.
-            execute_run_task.apply_async(
+            # Sent by name: the web process needs the broker, not the task's code. The broker
+            # may be restarting: retry briefly, then give up visibly.
+            app.send_task(
+                EXECUTE_RUN_TASK,
                 args=[str(run_id)],
                 retry=True,
                 retry_policy={"max_retries": 3, "interval_start": 0.2, "interval_step": 0.5},
@@ -59,33 +64,7 @@ class CeleryRunExecutor:
 
 
 def _fail_unqueued(run_id, error: str) -> None:
-    from ragapp.eventstream import publish
-    from ragapp.models import QueryRun
-    from ragapp.services import run_abort
-
     run_abort(run=QueryRun.objects.get(pk=run_id), error=error, publish=publish)
-
-
-def execute_queued_run(run_id) -> None:
-    """Execute the queued run `run_id` on this thread, publishing its events as they happen."""
-    from ragapp.eventstream import publish
-    from ragapp.liveness import executing
-    from ragapp.models import QueryRun
-    from ragapp.runner import execute_run
-
-    close_old_connections()
-    try:
-        run = QueryRun.objects.get(pk=run_id)
-        if run.status != QueryRun.Status.QUEUED:
-            # Delivered twice, or failed while it waited (lost queue): never run it again.
-            logger.warning("run %s is %s, not queued: not executing it", run_id, run.status)
-            return
-        with executing(run.pk):
-            execute_run(run, subscribers=[publish])
-    except Exception:  # execute_run records failures itself; this is a bug net, never silent
-        logger.exception("executing run %s crashed", run_id)
-    finally:
-        connections.close_all()  # this worker thread's connections; idle threads hold none
 
 
 _executor: RunExecutor | None = None

@@ -1,4 +1,4 @@
-"""Trace events: the kinds a run emits, and the emitter that stores then publishes them.
+"""The emitter that stores a run's trace events, then publishes them.
 
 The `TraceEvent` table is the single source of truth for the live stream and for replay, so an
 event is always written first and published second: a subscriber can never see an event that a
@@ -9,28 +9,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from enum import StrEnum
 
 from django.db import transaction
 from django.db.models import Max
 
 from ragapp.models import QueryRun, TraceEvent
-
-
-class EventKind(StrEnum):
-    """Every kind of trace event, in the order a run usually emits them."""
-
-    RETRIEVE = "retrieve"  # one per retrieval: query, hits and their similarity
-    GRADE = "grade"  # one per graded document: score, verdict, reasoning
-    GRADE_DOCS = "grade_docs"  # after grading: how many documents passed
-    BROADEN = "broaden"  # the query was rewritten: old -> new
-    GENERATE = "generate"  # an answer was drafted (or the no-docs fallback used)
-    GRADE_ANSWER = "grade_answer"  # faithfulness verdict on the draft
-    REFINE = "refine"  # the answer was rewritten to drop unsupported claims
-    ANSWER = "answer"  # the final outcome: answer, verdict, sources, metadata
-    ERROR = "error"  # the run failed; the payload says why
-    DONE = "done"  # always last: the stream can close
-
+from ragapp.trace.kinds import EventKind
 
 Subscriber = Callable[[TraceEvent], None]
 

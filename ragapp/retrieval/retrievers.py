@@ -10,9 +10,8 @@ from django.db import connection, transaction
 from ragapp.graph.state import RetrievedDoc
 from ragapp.models import Chunk
 from ragapp.providers import EmbeddingProvider
-from ragapp.selectors import ScoredChunk, chunk_vector_search
-from ragapp.text_search import bm25_chunk_ids
-from ragapp.vector_index import cosine_distance_to
+from ragapp.retrieval.text_search import bm25_chunk_ids
+from ragapp.retrieval.vector import ScoredChunk, chunk_vector_search, cosine_distance_to
 
 # Reciprocal rank fusion: score = sum over rankings of weight / (RRF_K + rank).
 RRF_K = 60
@@ -127,7 +126,7 @@ class HybridRetriever:
         return per_document(docs, cap=self.per_document_cap, k=k)
 
     def _text_search(self, query: str, limit: int, vector: list[float]) -> list[Chunk]:
-        # BM25, not ts_rank: ts_rank has no notion of how rare a word is (ragapp/text_search.py).
+        # BM25, not ts_rank: ts_rank has no notion of how rare a word is (text_search.py).
         ids = bm25_chunk_ids(query, limit=limit)
         chunks = (
             Chunk.objects.select_related("document")

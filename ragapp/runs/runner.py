@@ -1,4 +1,9 @@
-"""Execute one run: the graph, its trace, and the run row's final state. Never leaves it hanging."""
+"""Execute one run: the graph, its trace, and the run row's final state. Never leaves it hanging.
+
+This is the one way a run is executed, whoever asks: the executor's threads, a Celery worker,
+`manage.py ask` and `eval_rag`. `execute_run` heartbeats for the run while it executes, so a
+sweeper in any process that shares the database sees it alive however long its model calls take.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +12,8 @@ import re
 import time
 
 from django.conf import settings
+from django.db import close_old_connections, connections
 
-from ragapp.events import EventKind, RunEmitter, Subscriber
 from ragapp.graph.builder import build_graph
 from ragapp.graph.context import ChatModels, GraphContext, GraphLimits
 from ragapp.graph.grounding import MISSING
@@ -18,8 +23,12 @@ from ragapp.models import QueryRun
 from ragapp.pricing import estimate_cost
 from ragapp.providers import get_embeddings
 from ragapp.providers.chat import get_chat_models
-from ragapp.retrieval import build_retriever
-from ragapp.services import run_fail, run_finish, run_start
+from ragapp.retrieval.retrievers import build_retriever
+from ragapp.runs.liveness import executing
+from ragapp.services import IllegalTransition, run_fail, run_finish, run_start
+from ragapp.trace.emitter import RunEmitter, Subscriber
+from ragapp.trace.kinds import EventKind
+from ragapp.trace.stream import publish
 
 logger = logging.getLogger(__name__)
 _CITATION = re.compile(r"\[(\d{1,2})\]")
@@ -38,6 +47,25 @@ def limits_from_settings() -> GraphLimits:
     )
 
 
+def execute_queued_run(run_id) -> None:
+    """Execute the queued run `run_id` on this thread, publishing its events as they happen.
+
+    The entry point of the executor's threads and of the Celery task.
+    """
+    close_old_connections()
+    try:
+        run = QueryRun.objects.get(pk=run_id)
+        if run.status != QueryRun.Status.QUEUED:
+            # Delivered twice, or failed while it waited (lost queue): never run it again.
+            logger.warning("run %s is %s, not queued: not executing it", run_id, run.status)
+            return
+        execute_run(run, subscribers=[publish])
+    except Exception:  # execute_run records failures itself; this is a bug net, never silent
+        logger.exception("executing run %s crashed", run_id)
+    finally:
+        connections.close_all()  # this worker thread's connections; idle threads hold none
+
+
 def execute_run(
     run: QueryRun,
     *,
@@ -49,6 +77,12 @@ def execute_run(
     """Run the graph for `run`, storing every event; the run ends answered, refused or failed."""
     emitter = RunEmitter(run, subscribers)
     run_start(run=run)
+    with executing(run.pk):
+        _execute(run, emitter, models=models, retriever=retriever, limits=limits)
+    return run
+
+
+def _execute(run, emitter, *, models, retriever, limits) -> None:
     started = time.perf_counter()
     context = None
     try:
@@ -73,11 +107,16 @@ def execute_run(
     except Exception as exc:  # any failure must end the run, visibly, never leave it running
         logger.exception("run %s failed", run.pk)
         message = f"{type(exc).__name__}: {exc}"
-        emitter.emit(EventKind.ERROR, {"message": message})
         metadata = _metadata(context, started, None) if context else None
-        run_fail(run=run, error=message, response_metadata=metadata)
+        try:
+            # The status first: if another process already ended the run (a sweeper that took
+            # it for lost), its trace is closed and must get no second `done`.
+            run_fail(run=run, error=message, response_metadata=metadata)
+        except IllegalTransition:
+            logger.warning("run %s was already ended elsewhere; not recording: %s", run.pk, message)
+            return
+        emitter.emit(EventKind.ERROR, {"message": message})
         emitter.emit(EventKind.DONE, {"status": run.status})
-    return run
 
 
 def _finish(run, final, context, emitter, started, embedding_model) -> None:
