@@ -34,7 +34,6 @@ import math
 import os
 import resource
 import shutil
-import socket
 import sys
 import tempfile
 import time
@@ -46,6 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from deploy.topology import Topology  # noqa: E402
+from deploy.web import free_port  # noqa: E402
 
 QUERY = "How do I restart the worker after a deploy?"
 # Six small documents, so that retrieval returns five and the graph grades them, answers from the
@@ -64,12 +64,6 @@ STREAM_META = ("stream-open", "keep-alive", "stream-error")
 
 
 # --- the two deployments ---------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class SingleProcess(Topology):

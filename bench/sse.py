@@ -19,19 +19,16 @@ import io
 import json
 import os
 import re
-import socket
 import statistics
-import subprocess
 import sys
 import time
 import uuid
 from datetime import datetime
 from pathlib import Path
-from urllib.parse import quote
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _django import ROOT, throwaway_django
+from _django import throwaway_django
 
 
 def percentile(values, q):
@@ -102,7 +99,6 @@ def main() -> None:
     parser.add_argument("--clients", type=int, nargs="+", default=[50, 200, 500])
     parser.add_argument("--json", type=Path, help="also write the figures here (bench/all.py)")
     args = parser.parse_args()
-    import httpx
 
     with throwaway_django(RAG_EMBEDDING_PROVIDER="fake", RAG_CHAT_PROVIDER="fake") as work:
         from django.contrib.auth import get_user_model
@@ -110,6 +106,7 @@ def main() -> None:
         from django.db import connection
         from django.db.models import Count
 
+        from deploy.web import database_url, signed_in, start_web
         from ragapp.models import TraceEvent
 
         docs = work / "docs"
@@ -117,55 +114,18 @@ def main() -> None:
         (docs / "ops.md").write_text("# Ops\n\n## Restart\n\nRestart workers with `restart`.\n")
         call_command("ingest_docs", str(docs), stdout=io.StringIO())
         get_user_model().objects.create_user("bench", password="pw-bench-123")
-        params = connection.get_connection_params()
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
         env = {
             **os.environ,
-            "DATABASE_URL": f"postgresql://postgres@{quote(params['host'], safe='')}/"
-            f"{params['dbname']}",
+            "DATABASE_URL": database_url(connection),
             "RAG_CHAT_PROVIDER": "fake",
             "RAG_EMBEDDING_PROVIDER": "fake",
             "RAG_FAKE_CHAT_DELAY_MS": "100",
             "RAG_MAX_CONCURRENT_RUNS": "6",
             "RAG_DATA_DIR": str(work / "server"),
         }
-        server = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "uvicorn",
-                "config.asgi:application",
-                "--port",
-                str(port),
-                "--log-level",
-                "warning",
-                "--limit-concurrency",
-                "2000",
-            ],
-            cwd=ROOT,
-            env=env,
-        )
-        base = f"http://127.0.0.1:{port}"
+        server, base = start_web(env, extra_args=("--limit-concurrency", "2000"))
         try:
-            for _ in range(100):
-                try:
-                    if httpx.get(base + "/healthz", timeout=2).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    time.sleep(0.2)
-            session = httpx.Client(base_url=base)
-            session.get("/accounts/login/")
-            session.post(
-                "/accounts/login/",
-                headers={"Referer": base + "/accounts/login/"},
-                data={
-                    "username": "bench",
-                    "password": "pw-bench-123",
-                    "csrfmiddlewaretoken": session.cookies["csrftoken"],
-                },
-            )
+            session = signed_in(base, "bench", "pw-bench-123")
             token = re.search(
                 r'name="csrfmiddlewaretoken" value="([^"]+)"', session.get("/").text
             ).group(1)

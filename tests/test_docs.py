@@ -35,3 +35,50 @@ def test_every_project_command_is_documented():
     )
     missing = [name for name in ours if f"manage.py {name}" not in text]
     assert not missing, f"commands missing from docs/ and README.md: {missing}"
+
+
+ROOT = Path(settings.BASE_DIR)
+PACKAGE_ROOTS = ("config", "ragapp", "ingestion", "deploy")
+
+
+def layout_paths() -> set[str]:
+    """The paths named in architecture.md's "Project layout" block, folders ending in `/`.
+
+    Each line names files or folders (comma-separated) before a gap of two spaces, indented two
+    spaces per level under the folder that holds them.
+    """
+    text = (DOCS / "architecture.md").read_text()
+    block = text.split("## Project layout", 1)[1].split("```", 2)[1]
+    paths, stack = set(), []
+    for line in block.splitlines():
+        if not line.strip():
+            continue
+        depth = (len(line) - len(line.lstrip(" "))) // 2
+        names = re.split(r"\s{2,}", line.strip(), maxsplit=1)[0]
+        stack = stack[:depth]
+        for name in (n.strip() for n in names.split(",")):
+            paths.add("".join(stack) + name)
+        if names.endswith("/") and "," not in names:
+            stack.append(names)
+    return paths
+
+
+def test_every_path_in_the_layout_exists():
+    paths = layout_paths()
+    assert {"ragapp/runs/runner.py", "ragapp/trace/", "ingestion/loaders/"} <= paths
+    missing = sorted(p for p in paths if not (ROOT / p.rstrip("/")).exists())
+    assert not missing, f"docs/architecture.md names paths that do not exist: {missing}"
+
+
+def test_every_package_is_in_the_layout():
+    named = layout_paths()
+    packages = sorted(
+        f"{init.parent.relative_to(ROOT)}/"
+        for root in PACKAGE_ROOTS
+        for init in (ROOT / root).rglob("__init__.py")
+        if "migrations" not in init.parts
+    )
+    assert "ragapp/runs/" in packages
+    # A folder path names its parents too: `management/commands/` names `management/`.
+    missing = [p for p in packages if not any(n.startswith(p) for n in named)]
+    assert not missing, f"packages missing from docs/architecture.md's layout: {missing}"

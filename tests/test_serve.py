@@ -1,7 +1,6 @@
 """The README's run command: `manage.py serve` on a fresh data dir, for real, in a subprocess."""
 
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -13,12 +12,7 @@ import pytest
 from django.conf import settings
 
 from config.embedded_postgres import stop_server
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from deploy.web import free_port
 
 
 def get(url: str) -> tuple[int, str]:

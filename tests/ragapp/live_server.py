@@ -2,30 +2,22 @@
 
 import json
 import os
-import socket
 import subprocess
-import sys
 import time
 from io import StringIO
-from urllib.parse import quote
 
 import httpx
 import pytest
-from django.conf import settings
 from django.core.management import call_command
 from django.db import connection
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from deploy import web
+from deploy.web import database_url, free_port, start_web  # noqa: F401  (free_port: for other tests)
 
 
 def shared_database_url() -> str:
     """The test database as a DATABASE_URL, for another process to share it."""
-    params = connection.get_connection_params()
-    return f"postgresql://postgres@{quote(params['host'], safe='')}/{params['dbname']}"
+    return database_url(connection)
 
 
 @pytest.fixture
@@ -40,44 +32,19 @@ def server(request, tmp_path, django_user_model):
     )
     call_command("ingest_docs", str(tmp_path / "docs"), stdout=StringIO())
     django_user_model.objects.create_user("alice", password="pw-alice-123")
-    url = shared_database_url()
-    port = free_port()
     env = {
         **os.environ,
-        "DATABASE_URL": url,
+        "DATABASE_URL": shared_database_url(),
         "RAG_DATA_DIR": str(tmp_path / "data"),
         "RAG_CHAT_PROVIDER": "fake",
         "RAG_EMBEDDING_PROVIDER": "fake",
         "RAG_FAKE_CHAT_DELAY_MS": "150",
         **getattr(request, "param", {}),
     }
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "uvicorn",
-            "config.asgi:application",
-            "--port",
-            str(port),
-            "--log-level",
-            "warning",
-        ],
-        cwd=settings.BASE_DIR,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
-                break
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    else:
-        process.kill()
-        pytest.fail(process.stdout.read().decode())
+    try:
+        process, base = start_web(env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
     yield base
     process.terminate()
     process.wait(timeout=20)
@@ -85,18 +52,7 @@ def server(request, tmp_path, django_user_model):
 
 def signed_in(base: str, username: str = "alice", password: str = "pw-alice-123") -> httpx.Client:
     """An HTTP client signed in through the real login form."""
-    client = httpx.Client(base_url=base, timeout=30)
-    client.get("/accounts/login/")
-    client.post(
-        "/accounts/login/",
-        data={
-            "username": username,
-            "password": password,
-            "csrfmiddlewaretoken": client.cookies["csrftoken"],
-        },
-        headers={"Referer": base + "/accounts/login/"},
-    )
-    return client
+    return web.signed_in(base, username, password)
 
 
 def read_closed_stream(response: httpx.Response, timeout_s: float = 60) -> tuple[list[dict], str]:

@@ -5,9 +5,9 @@ import pytest
 from django.test import Client
 from rest_framework.test import APIClient
 
-from ragapp.models import Chunk, TraceEvent
-from ragapp.services import run_create, run_finish, run_start
+from ragapp.models import Chunk
 from ragapp.trace.stream import RunChannelManager, channel_for
+from tests.ragapp.factories import finished_run
 
 pytestmark = pytest.mark.django_db
 
@@ -16,20 +16,13 @@ SECRET_QUESTION = "How do I rotate the vault key for tenant 4711?"
 
 @pytest.fixture
 def owned_run(users, knowledge_base):
-    run = run_start(run=run_create(query=SECRET_QUESTION, owner=users["owner"]))
-    TraceEvent.objects.create(run=run, seq=1, kind="retrieve", node="retrieve", payload={})
-    run_finish(
-        run=run,
-        status="answered",
+    return finished_run(
+        owner=users["owner"],
+        query=SECRET_QUESTION,
         answer="Use the vault CLI.",
-        faithfulness_score=0.9,
-        hallucination_risk="low",
-        iteration_count=1,
-        correction_count=0,
-        response_metadata={"sources": []},
+        metadata={"sources": []},
+        done=True,
     )
-    TraceEvent.objects.create(run=run, seq=2, kind="done", payload={"status": "answered"})
-    return run
 
 
 def run_urls(run):

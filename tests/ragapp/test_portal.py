@@ -7,8 +7,9 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from ragapp.models import QueryRun, TraceEvent
-from ragapp.services import run_create, run_finish, run_start
+from ragapp.models import QueryRun
+from ragapp.services import run_create, run_start
+from tests.ragapp.factories import finished_run
 
 pytestmark = pytest.mark.django_db
 
@@ -29,24 +30,13 @@ def signed_in(user, *, csrf=False) -> Client:
     return client
 
 
-def finished_run(owner, answer, *, sources=()):
-    run = run_start(run=run_create(query="How do I restart?", owner=owner))
-    TraceEvent.objects.create(
-        run=run,
-        seq=1,
-        kind="retrieve",
-        node="retrieve",
-        payload={"iteration": 1, "docs_found": 1, "query": "q"},
-    )
-    return run_finish(
-        run=run,
-        status="answered",
+def answered(owner, answer, *, sources=()):
+    return finished_run(
+        owner=owner,
+        query="How do I restart?",
         answer=answer,
-        faithfulness_score=0.9,
-        hallucination_risk="low",
-        iteration_count=1,
-        correction_count=0,
-        response_metadata={"sources": list(sources), "total_ms": 12, "models": {}},
+        metadata={"sources": list(sources), "total_ms": 12, "models": {}},
+        retrieve={"iteration": 1, "docs_found": 1, "query": "q"},
     )
 
 
@@ -98,14 +88,14 @@ def test_bad_questions_are_refused_clearly(users, query, message):
 
 @pytest.mark.parametrize("who, status", [("owner", 200), ("staff", 200), ("other", 404)])
 def test_run_pages_belong_to_their_owner(users, who, status):
-    run = finished_run(users["owner"], "Restart it.")
+    run = answered(users["owner"], "Restart it.")
     client = signed_in(users[who])
     assert client.get(reverse("run-detail", args=[run.pk])).status_code == status
     assert client.get(reverse("run-answer", args=[run.pk])).status_code == status
 
 
 def test_run_page_embeds_the_stored_trace_for_the_script(users):
-    run = finished_run(users["owner"], "Restart it.")
+    run = answered(users["owner"], "Restart it.")
     body = signed_in(users["owner"]).get(reverse("run-detail", args=[run.pk])).content.decode()
     data = re.search(r'<script id="trace-data" type="application/json">(.*?)</script>', body, re.S)
     assert [e["kind"] for e in json.loads(data.group(1))] == ["retrieve"]
@@ -126,7 +116,7 @@ def test_answers_are_rendered_as_sanitized_markdown(users):
         "similarity": 0.8,
         "cited": True,
     }
-    run = finished_run(users["owner"], answer, sources=[source])
+    run = answered(users["owner"], answer, sources=[source])
     body = signed_in(users["owner"]).get(reverse("run-answer", args=[run.pk])).content.decode()
     assert "<script>" not in body and "onerror=" not in body.replace("onerror=alert(1)&gt;", "")
     assert "&lt;script&gt;" in body  # shown as text, inert
@@ -149,7 +139,7 @@ def test_a_failed_run_shows_its_error(users):
 def test_feedback_is_stored_and_replaced(users):
     from ragapp.models import Feedback
 
-    run = finished_run(users["owner"], "Restart it.")
+    run = answered(users["owner"], "Restart it.")
     client = signed_in(users["owner"])
     url = reverse("run-feedback", args=[run.pk])
     assert client.post(url, {"rating": "1", "comment": "clear"}).status_code == 302
@@ -169,7 +159,7 @@ def test_feedback_needs_csrf_and_a_finished_run(users):
 
 
 def test_history_searches_filters_and_keeps_runs_private(users):
-    finished_run(users["owner"], "Restart it.")
+    answered(users["owner"], "Restart it.")
     run_create(query="Where are the backups?", owner=users["owner"])
     run_create(query="Mallory's secret question", owner=users["other"])
     client = signed_in(users["owner"])
@@ -184,7 +174,7 @@ def test_history_searches_filters_and_keeps_runs_private(users):
 
 
 def test_replay_page_carries_the_trace_and_controls(users):
-    run = finished_run(users["owner"], "Restart it.")
+    run = answered(users["owner"], "Restart it.")
     body = signed_in(users["owner"]).get(reverse("run-replay", args=[run.pk])).content.decode()
     assert 'data-replay="1"' in body and 'id="replay-speed"' in body and "Show all" in body
     assert signed_in(users["other"]).get(reverse("run-replay", args=[run.pk])).status_code == 404

@@ -4,22 +4,10 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from ragapp.models import QueryRun
-from ragapp.services import IllegalTransition, run_create, run_fail, run_finish, run_start
+from ragapp.services import IllegalTransition, run_create, run_fail, run_start
+from tests.ragapp.factories import finish
 
 pytestmark = pytest.mark.django_db
-
-
-def finish(run, status="answered"):
-    return run_finish(
-        run=run,
-        status=status,
-        answer="a",
-        faithfulness_score=0.9,
-        hallucination_risk="low",
-        iteration_count=1,
-        correction_count=0,
-        response_metadata={},
-    )
 
 
 def test_the_happy_lifecycle():

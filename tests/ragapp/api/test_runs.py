@@ -10,6 +10,7 @@ from ragapp.models import Feedback, QueryRun, TraceEvent
 from ragapp.services import run_create
 from tests.ragapp.api.conftest import token_client
 from tests.ragapp.conftest import PASSWORD
+from tests.ragapp.factories import finished_run
 
 pytestmark = pytest.mark.django_db
 
@@ -220,20 +221,7 @@ def test_password_guessing_is_limited_per_username_and_forwarded_for_is_not_trus
 
 
 def test_the_trace_is_finished_only_once_done_is_stored(users):
-    from ragapp.services import run_finish, run_start
-
-    run = run_start(run=run_create(query="q", owner=users["owner"]))
-    TraceEvent.objects.create(run=run, seq=1, kind="retrieve", payload={})
-    run_finish(
-        run=run,
-        status="answered",
-        answer="a",
-        faithfulness_score=0.9,
-        hallucination_risk="low",
-        iteration_count=1,
-        correction_count=0,
-        response_metadata={},
-    )
+    run = finished_run(owner=users["owner"])
     url = f"/api/runs/{run.pk}/events"
     owner = token_client(users["owner"])
     assert owner.get(url).json()["finished"] is False  # answered, but `done` is not written yet

@@ -1,0 +1,14 @@
+"""What the converters share to write their Markdown-like output without breaking its structure."""
+
+import re
+
+# Prose that starts like this would turn into a heading or a fence; converters escape it.
+MARKDOWN_LOOKALIKE = re.compile(r"^(?:#{1,6}(?:\s|$)|```|~~~)")
+
+
+def code_fence(code: str, info: str = "") -> str:
+    """*code* as a fenced block, with *info* (the language) after the opening fence."""
+    # A longer fence than any backtick run inside keeps embedded ``` from closing the block.
+    longest = max((len(run) for run in re.findall(r"`{3,}", code)), default=2)
+    fence = "`" * (longest + 1)
+    return f"{fence}{info}\n{code}\n{fence}"

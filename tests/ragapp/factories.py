@@ -1,0 +1,38 @@
+"""Runs in a given state, for tests of what shows them (pages, API, access), not of the graph."""
+
+from ragapp.models import QueryRun, TraceEvent
+from ragapp.services import run_create, run_finish, run_start
+
+
+def finish(run: QueryRun, *, status: str = "answered", answer: str = "a", metadata=None):
+    """Finish a running run as the runner would, with a fixed verdict (faithful, low risk)."""
+    return run_finish(
+        run=run,
+        status=status,
+        answer=answer,
+        faithfulness_score=0.9,
+        hallucination_risk="low",
+        iteration_count=1,
+        correction_count=0,
+        response_metadata={} if metadata is None else metadata,
+    )
+
+
+def finished_run(
+    *,
+    owner=None,
+    query: str = "q",
+    answer: str = "a",
+    metadata=None,
+    retrieve: dict | None = None,
+    done: bool = False,
+) -> QueryRun:
+    """An answered run with a `retrieve` event (payload `retrieve`), and `done` if asked."""
+    run = run_start(run=run_create(query=query, owner=owner))
+    TraceEvent.objects.create(
+        run=run, seq=1, kind="retrieve", node="retrieve", payload=retrieve or {}
+    )
+    finish(run, answer=answer, metadata=metadata)
+    if done:
+        TraceEvent.objects.create(run=run, seq=2, kind="done", payload={"status": "answered"})
+    return run
