@@ -116,7 +116,7 @@ def fill(n: int, vectors: np.ndarray, labels: np.ndarray) -> float:
 def build_index(m: int, ef_construction: int) -> float:
     from django.db import connection, transaction
 
-    from ragapp import vector_index
+    from ragapp.retrieval import vector as vector_index
 
     vector_index.HNSW_M, vector_index.HNSW_EF_CONSTRUCTION = m, ef_construction
     started = time.perf_counter()

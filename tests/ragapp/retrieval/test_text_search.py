@@ -5,7 +5,7 @@ import math
 import pytest
 from django.core.cache import cache
 
-from ragapp import text_search
+from ragapp.retrieval import text_search
 from ragapp.models import Chunk, Document
 from ragapp.services import embedding_index_prepare
 
