@@ -23,6 +23,7 @@ from ragapp.selectors import (
     runs_visible_to,
 )
 from ragapp.services import feedback_submit
+from ragapp.trace.kinds import kind_labels
 from ragapp.trace.stream import event_message, release_connection, run_event_stream
 
 
@@ -79,6 +80,7 @@ def run_detail(request, run_id):
         {
             "run": run,
             "trace": trace,
+            "event_kinds": kind_labels(),
             "last_seq": trace[-1]["seq"] if trace else 0,
             "feedback_form": FeedbackForm(),
             "replay": False,
@@ -91,7 +93,11 @@ def run_replay(request, run_id):
     """A past run's trace re-animated at its original pace, by the live page's own script."""
     run = _visible_run(request, run_id)
     trace = [event_message(event) for event in run_events_list(run=run)]
-    return render(request, "ragapp/run.html", {"run": run, "trace": trace, "replay": True})
+    return render(
+        request,
+        "ragapp/run.html",
+        {"run": run, "trace": trace, "event_kinds": kind_labels(), "replay": True},
+    )
 
 
 @login_required

@@ -170,6 +170,8 @@ class DonePayload(serializers.Serializer):
     status = serializers.ChoiceField(choices=FINAL_STATUSES)
 
 
+# One payload schema per kind, and the event schemas are built from it; a kind missing here would
+# be missing from /api/schema/, so tests/ragapp/trace/test_kinds.py checks it covers EventKind.
 PAYLOADS: dict[EventKind, type[serializers.Serializer]] = {
     EventKind.RETRIEVE: RetrievePayload,
     EventKind.GRADE: GradePayload,

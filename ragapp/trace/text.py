@@ -1,6 +1,12 @@
-"""One readable line per trace event, for the terminal (`manage.py ask`) and the admin."""
+"""One readable line per trace event, for the terminal (`manage.py ask`) and the admin.
+
+Each kind has its own describer in DESCRIBERS; tests/ragapp/trace/test_kinds.py checks that the
+mapping covers every EventKind and nothing else.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from ragapp.trace.kinds import EventKind
 
@@ -15,49 +21,82 @@ def _ms(payload: dict) -> str:
     return f" ({payload['duration_ms']:.0f} ms)" if payload.get("duration_ms") is not None else ""
 
 
+def _retrieve(payload: dict) -> str:
+    return (
+        f"retrieve #{payload['iteration']}: {payload['docs_found']} documents for "
+        f"'{payload['query']}' by {payload['mode']} search{_ms(payload)}"
+    )
+
+
+def _grade(payload: dict) -> str:
+    verdict = "kept" if payload["passed"] else "filtered out"
+    return (
+        f"grading document {payload['index']} of {payload['total']} ... relevance "
+        f"{payload['score']:.2f}, {verdict} - {_where(payload['document'])}"
+    )
+
+
+def _grade_docs(payload: dict) -> str:
+    return f"{payload['passed']} of {payload['total']} documents passed{_ms(payload)}"
+
+
+def _broaden(payload: dict) -> str:
+    return f"broadened the query: '{payload['old_query']}' → '{payload['new_query']}'"
+
+
+def _generate(payload: dict) -> str:
+    if payload.get("fallback"):
+        return "no relevant documents: answering with the honest fallback (no model call)"
+    return f"generated an answer from {len(payload['sources'])} documents{_ms(payload)}"
+
+
+def _grade_answer(payload: dict) -> str:
+    if payload.get("declined"):
+        return f"the answer says the documents do not cover the question{_ms(payload)}"
+    verdict = "faithful" if payload["faithful"] else "not faithful"
+    return (
+        f"faithfulness {payload['faithfulness_score']:.2f}, risk "
+        f"{payload['hallucination_risk']}: {verdict}{_ms(payload)}"
+    )
+
+
+def _refine(payload: dict) -> str:
+    return f"refined the answer to drop {len(payload['problematic_claims'])} claim(s)"
+
+
+def _answer(payload: dict) -> str:
+    return f"final: {payload['status']}"
+
+
+def _error(payload: dict) -> str:
+    return f"error: {payload['message']}"
+
+
+def _done(payload: dict) -> str:
+    return f"done ({payload['status']})"
+
+
+DESCRIBERS: dict[EventKind, Callable[[dict], str]] = {
+    EventKind.RETRIEVE: _retrieve,
+    EventKind.GRADE: _grade,
+    EventKind.GRADE_DOCS: _grade_docs,
+    EventKind.BROADEN: _broaden,
+    EventKind.GENERATE: _generate,
+    EventKind.GRADE_ANSWER: _grade_answer,
+    EventKind.REFINE: _refine,
+    EventKind.ANSWER: _answer,
+    EventKind.ERROR: _error,
+    EventKind.DONE: _done,
+}
+
+
 def describe(kind: str, payload: dict) -> str:
     """A one-line description of an event, as a support engineer would want to read it."""
+    describer = DESCRIBERS.get(kind)  # a stored kind is a plain str; EventKind keys hash alike
+    if describer is None:
+        return kind
     try:
-        return _describe(kind, payload)
+        return describer(payload)
     except (KeyError, TypeError, ValueError):
         # An event stored by an older version may lack a field: show it plainly, never fail.
         return f"{kind}: {payload}"
-
-
-def _describe(kind: str, payload: dict) -> str:
-    if kind == EventKind.RETRIEVE:
-        return (
-            f"retrieve #{payload['iteration']}: {payload['docs_found']} documents for "
-            f"'{payload['query']}' by {payload['mode']} search{_ms(payload)}"
-        )
-    if kind == EventKind.GRADE:
-        verdict = "kept" if payload["passed"] else "filtered out"
-        return (
-            f"grading document {payload['index']} of {payload['total']} ... relevance "
-            f"{payload['score']:.2f}, {verdict} - {_where(payload['document'])}"
-        )
-    if kind == EventKind.GRADE_DOCS:
-        return f"{payload['passed']} of {payload['total']} documents passed{_ms(payload)}"
-    if kind == EventKind.BROADEN:
-        return f"broadened the query: '{payload['old_query']}' → '{payload['new_query']}'"
-    if kind == EventKind.GENERATE:
-        if payload.get("fallback"):
-            return "no relevant documents: answering with the honest fallback (no model call)"
-        return f"generated an answer from {len(payload['sources'])} documents{_ms(payload)}"
-    if kind == EventKind.GRADE_ANSWER:
-        if payload.get("declined"):
-            return f"the answer says the documents do not cover the question{_ms(payload)}"
-        verdict = "faithful" if payload["faithful"] else "not faithful"
-        return (
-            f"faithfulness {payload['faithfulness_score']:.2f}, risk "
-            f"{payload['hallucination_risk']}: {verdict}{_ms(payload)}"
-        )
-    if kind == EventKind.REFINE:
-        return f"refined the answer to drop {len(payload['problematic_claims'])} claim(s)"
-    if kind == EventKind.ANSWER:
-        return f"final: {payload['status']}"
-    if kind == EventKind.ERROR:
-        return f"error: {payload['message']}"
-    if kind == EventKind.DONE:
-        return f"done ({payload['status']})"
-    return kind

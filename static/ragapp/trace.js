@@ -1,13 +1,18 @@
 // The run page: renders the stored trace, then follows the live stream from the last seq shown.
 // Replay uses the same renderLine(), so a past run looks exactly like a live one.
+// The event kinds are not listed here: the page passes the declared ones (ragapp/trace/kinds.py)
+// as {kind: label} in #trace-kinds. describe() has one case per kind, which
+// tests/ragapp/trace/test_kinds.py checks against that declaration.
 (function () {
   "use strict";
   var config = document.getElementById("run-config");
   if (!config) { return; }
   var list = document.getElementById("trace");
+  var kindLabels = JSON.parse(document.getElementById("trace-kinds").textContent);
   var lastSeq = 0;
   var finished = false;
 
+  function hasOwn(object, key) { return Object.prototype.hasOwnProperty.call(object, key); }
   function text(value) { return value === undefined || value === null ? "" : String(value); }
   function where(doc) {
     doc = doc || {};
@@ -29,7 +34,8 @@
       case "answer": return "final: " + p.status;
       case "error": return "error: " + p.message;
       case "done": return "done (" + p.status + ")";
-      default: return e.kind;
+      // A declared kind with no case above (test_kinds.py fails on that) still reads as a label.
+      default: return hasOwn(kindLabels, e.kind) ? kindLabels[e.kind] : e.kind;
     }
   }
 
@@ -86,8 +92,7 @@
   if (lastSeq > 0) { options.lastEventId = config.dataset.channel + ":" + lastSeq; }
   var source = new ReconnectingEventSource(config.dataset.eventsUrl, options);
   window.traceSource = source;
-  ["retrieve", "grade", "grade_docs", "broaden", "generate", "grade_answer", "refine", "answer",
-   "error", "done"].forEach(function (kind) {
+  Object.keys(kindLabels).forEach(function (kind) {
     source.addEventListener(kind, function (m) { renderLine(JSON.parse(m.data)); });
   });
 })();
