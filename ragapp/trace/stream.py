@@ -165,9 +165,11 @@ def run_event_stream(
     if resume is None:
         resume = after
     # django-eventstream parses these itself; hand it one well-formed value (or none), so a
-    # malformed header cannot become an error stream, nor a forged `es-meta` token a 500.
+    # malformed header cannot become an error stream. Its proxy and hand-over parameters are
+    # dropped: `recover` reads a GRIP proxy's state that is not there (a 500), `link` pages for
+    # that proxy, and `es-meta` would name its own user and channels (an expired one raised).
     request.GET = request.GET.copy()
-    for name in ("es-meta", "lastEventId"):
+    for name in ("es-meta", "lastEventId", "recover", "link"):
         request.GET.pop(name, None)
     if resume is None:
         request.META.pop("HTTP_LAST_EVENT_ID", None)

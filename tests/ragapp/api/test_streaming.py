@@ -1,12 +1,15 @@
 """POST /api/rag streamed over a real uvicorn server: the whole trace, then the stream closes."""
 
+import time
+
 import httpx
+import jwt
 import pytest
 from django.contrib.auth import get_user_model
 from rest_framework.authtoken.models import Token
 
 from ragapp.models import QueryRun, TraceEvent
-from tests.ragapp.live_server import read_closed_stream
+from tests.ragapp.live_server import read_closed_stream, signed_in
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -62,13 +65,61 @@ def test_the_events_endpoint_resumes_live_and_says_204_when_there_is_nothing_lef
     finished = client.get(events_url, headers=SSE, params={"after": total})
     assert finished.status_code == 204
 
-    # Malformed resume points and a forged es-meta token are ignored, never an error stream.
+    # Malformed resume points are ignored, never an error stream.
     odd = {**SSE, "Last-Event-ID": f"run-{run_id}:\u00b2,junk".encode()}
-    with client.stream(
-        "GET", events_url, headers=odd, params={"after": total - 1, "es-meta": "forged"}
-    ) as response:
+    with client.stream("GET", events_url, headers=odd, params={"after": total - 1}) as response:
         assert response.status_code == 200
         assert [e["kind"] for e in sse_events(response)] == ["done"]
+
+
+def es_meta(secret_key: str, *, user, channels: list[str], expires_in: int) -> str:
+    """A django-eventstream `es-meta` token, signed as the library signs it."""
+    claims = {"user": user, "channels": channels, "exp": int(time.time()) + expires_in}
+    return jwt.encode(claims, secret_key, algorithm="HS256")
+
+
+@pytest.mark.parametrize("surface", ["api", "portal"])
+def test_library_parameters_are_ignored_on_both_streams(server, tmp_path, surface):
+    """`recover`, `link` and `es-meta` (the library's proxy and hand-over parameters) do nothing.
+
+    `recover=true` made the library read a GRIP proxy's state that is not there (a 500); an
+    expired token raised; a valid token signed with the server's own key would name its own user
+    and channels, so it must not be honoured either: access is the signed-in user's, always.
+    """
+    api = api_client(server)
+    run_id = api.post("/api/rag", json={"query": "How do I restart the worker?"}).json()["id"]
+    with api.stream("GET", f"/api/runs/{run_id}/events", headers=SSE) as response:
+        read_closed_stream(response)  # the run has finished
+    client = api if surface == "api" else signed_in(server)
+    url = f"/api/runs/{run_id}/events" if surface == "api" else f"/runs/{run_id}/events/"
+    total_after = {"after": 0} if surface == "api" else {}
+    key = (tmp_path / "data" / "secret_key").read_text().strip()
+    channel = f"run-{run_id}"
+    tokens = {
+        "expired": es_meta(key, user="anonymous", channels=[channel], expires_in=-60),
+        "other key": jwt.encode(
+            {"user": "anonymous", "channels": [channel], "exp": int(time.time()) + 600},
+            "not-the-key",
+            algorithm="HS256",
+        ),
+        "valid, anonymous": es_meta(key, user="anonymous", channels=[channel], expires_in=600),
+    }
+    for params in [
+        {"recover": "true"},
+        {"link": "next"},
+        *({"es-meta": t} for t in tokens.values()),
+    ]:
+        with client.stream("GET", url, headers=SSE, params={**total_after, **params}) as response:
+            assert response.status_code == 200, params
+            kinds = (
+                [e["kind"] for e in read_closed_stream(response)[0]] if surface == "api" else None
+            )
+        if kinds is not None:
+            assert kinds[-1] == "done", params
+    # Without a session, a valid token for the channel does not open it.
+    anonymous = httpx.Client(base_url=server, timeout=30)
+    response = anonymous.get(url, headers=SSE, params={"es-meta": tokens["valid, anonymous"]})
+    assert response.status_code in (401, 403, 302), response.status_code
 
 
 def test_streams_keep_the_ownership_rules(server, django_user_model):
