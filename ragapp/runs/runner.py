@@ -12,7 +12,7 @@ import re
 import time
 
 from django.conf import settings
-from django.db import close_old_connections, connections
+from django.db import close_old_connections, connections, transaction
 
 from ragapp.graph.builder import build_graph
 from ragapp.graph.context import ChatModels, GraphContext, GraphLimits
@@ -110,13 +110,14 @@ def _execute(run, emitter, *, models, retriever, limits) -> None:
         metadata = _metadata(context, started, None) if context else None
         try:
             # The status first: if another process already ended the run (a sweeper that took
-            # it for lost), its trace is closed and must get no second `done`.
-            run_fail(run=run, error=message, response_metadata=metadata)
+            # it for lost), its trace is closed and must get no second `done`. Status, `error`
+            # and `done` are one write, so a finished run always has its `done`.
+            with transaction.atomic():
+                run_fail(run=run, error=message, response_metadata=metadata)
+                emitter.emit(EventKind.ERROR, {"message": message})
+                emitter.emit(EventKind.DONE, {"status": run.status})
         except IllegalTransition:
             logger.warning("run %s was already ended elsewhere; not recording: %s", run.pk, message)
-            return
-        emitter.emit(EventKind.ERROR, {"message": message})
-        emitter.emit(EventKind.DONE, {"status": run.status})
 
 
 def _finish(run, final, context, emitter, started, embedding_model) -> None:
@@ -168,17 +169,20 @@ def _finish(run, final, context, emitter, started, embedding_model) -> None:
         },
         node="",
     )
-    run_finish(
-        run=run,
-        status=status,
-        answer=answer,
-        faithfulness_score=grade.faithfulness_score if grade else None,
-        hallucination_risk=grade.hallucination_risk if grade else "",
-        iteration_count=final.get("iteration_count", 0),
-        correction_count=final.get("correction_count", 0),
-        response_metadata=metadata,
-    )
-    emitter.emit(EventKind.DONE, {"status": str(status)})
+    # The outcome and `done` are one write: a crash between them cannot leave a finished run
+    # whose streams wait for a `done` that never comes (the sweeper only looks at unfinished runs).
+    with transaction.atomic():
+        run_finish(
+            run=run,
+            status=status,
+            answer=answer,
+            faithfulness_score=grade.faithfulness_score if grade else None,
+            hallucination_risk=grade.hallucination_risk if grade else "",
+            iteration_count=final.get("iteration_count", 0),
+            correction_count=final.get("correction_count", 0),
+            response_metadata=metadata,
+        )
+        emitter.emit(EventKind.DONE, {"status": str(status)})
 
 
 NOT_COVERED_ANSWER = (

@@ -6,6 +6,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -159,10 +160,11 @@ def run_abort(*, run: QueryRun, error: str, publish=None) -> QueryRun:
     For runs whose executor is gone or never got them; a failure inside the graph is recorded by
     the runner itself. The events follow any the run already has, so its stream closes.
     """
-    run_fail(run=run, error=error)
-    emitter = RunEmitter(run, [publish] if publish else None)
-    emitter.emit(EventKind.ERROR, {"message": error})
-    emitter.emit(EventKind.DONE, {"status": str(Status.FAILED)})
+    with transaction.atomic():  # the status and the closing events stand or fall together
+        run_fail(run=run, error=error)
+        emitter = RunEmitter(run, [publish] if publish else None)
+        emitter.emit(EventKind.ERROR, {"message": error})
+        emitter.emit(EventKind.DONE, {"status": str(Status.FAILED)})
     return run
 
 

@@ -28,9 +28,10 @@ class RunEmitter:
         self._lock = threading.Lock()
         # A run that has not started has no events yet: skip the query for the common case.
         started = run.status != QueryRun.Status.QUEUED
-        self._seq = (
-            TraceEvent.objects.filter(run=run).aggregate(m=Max("seq"))["m"] or 0 if started else 0
-        )
+        self._seq: int | None = self._stored_seq() if started else 0
+
+    def _stored_seq(self) -> int:
+        return TraceEvent.objects.filter(run=self.run).aggregate(m=Max("seq"))["m"] or 0
 
     def subscribe(self, subscriber: Subscriber) -> None:
         """Call `subscriber` with every event emitted from now on."""
@@ -41,15 +42,23 @@ class RunEmitter:
     ) -> TraceEvent:
         """Store the event, then publish it once the row is committed."""
         with self._lock:
+            if self._seq is None:
+                self._seq = self._stored_seq()
+            try:
+                event = TraceEvent.objects.create(
+                    run=self.run,
+                    seq=self._seq + 1,
+                    kind=str(kind),
+                    node=node,
+                    payload=payload,
+                    duration_ms=None if duration_ms is None else round(duration_ms, 2),
+                )
+            except Exception:
+                # The write failed, and the transaction around it may roll back events written
+                # before it: read the stored sequence again next time rather than guess.
+                self._seq = None
+                raise
             self._seq += 1
-            event = TraceEvent.objects.create(
-                run=self.run,
-                seq=self._seq,
-                kind=str(kind),
-                node=node,
-                payload=payload,
-                duration_ms=None if duration_ms is None else round(duration_ms, 2),
-            )
         transaction.on_commit(lambda: self._publish(event))
         return event
 

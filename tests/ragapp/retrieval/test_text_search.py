@@ -5,8 +5,8 @@ import math
 import pytest
 from django.core.cache import cache
 
-from ragapp.retrieval import text_search
 from ragapp.models import Chunk, Document
+from ragapp.retrieval import text_search
 from ragapp.services import embedding_index_prepare
 
 pytestmark = pytest.mark.django_db
