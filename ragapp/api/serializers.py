@@ -95,13 +95,17 @@ class RunSerializer(serializers.ModelSerializer):
         return _run_urls(run, self.context.get("request"))
 
 
+# Stored with the run for audit, never served: the draft a refusal did not show.
+WITHHELD = frozenset({"draft_answer"})
+
+
 class RunDetailSerializer(RunSerializer):
     """A run with its answer, verdict, sources, error and metadata."""
 
     sources = serializers.SerializerMethodField()
     refusal_reason = serializers.SerializerMethodField()
     passages = serializers.SerializerMethodField()
-    metadata = serializers.JSONField(source="response_metadata", read_only=True)
+    metadata = serializers.SerializerMethodField()
 
     class Meta(RunSerializer.Meta):
         fields = [
@@ -115,6 +119,14 @@ class RunDetailSerializer(RunSerializer):
 
     def get_refusal_reason(self, run) -> str:
         return (run.response_metadata or {}).get("refusal_reason", "")
+
+    def get_metadata(self, run) -> dict:
+        """The response metadata, less the draft a refusal withheld.
+
+        The portal never shows a refused run's unfaithful draft, so neither does the API, to
+        anyone: staff read it in the admin, with the rest of the run's audit record.
+        """
+        return {k: v for k, v in (run.response_metadata or {}).items() if k not in WITHHELD}
 
     def get_passages(self, run) -> PassageSerializer(many=True):
         """When refused: the closest passages the search found, labelled as not an answer."""

@@ -22,17 +22,19 @@ def finished_run(
     *,
     owner=None,
     query: str = "q",
+    status: str = "answered",
     answer: str = "a",
     metadata=None,
     retrieve: dict | None = None,
     done: bool = False,
 ) -> QueryRun:
-    """An answered run with a `retrieve` event (payload `retrieve`), and `done` if asked."""
+    """A finished run (answered unless `status` says refused) with a `retrieve` event (payload
+    `retrieve`), and `done` if asked."""
     run = run_start(run=run_create(query=query, owner=owner))
     TraceEvent.objects.create(
         run=run, seq=1, kind="retrieve", node="retrieve", payload=retrieve or {}
     )
-    finish(run, answer=answer, metadata=metadata)
+    finish(run, status=status, answer=answer, metadata=metadata)
     if done:
-        TraceEvent.objects.create(run=run, seq=2, kind="done", payload={"status": "answered"})
+        TraceEvent.objects.create(run=run, seq=2, kind="done", payload={"status": status})
     return run

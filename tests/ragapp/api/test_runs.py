@@ -227,3 +227,25 @@ def test_the_trace_is_finished_only_once_done_is_stored(users):
     assert owner.get(url).json()["finished"] is False  # answered, but `done` is not written yet
     TraceEvent.objects.create(run=run, seq=2, kind="done", payload={"status": "answered"})
     assert owner.get(url).json()["finished"] is True
+
+
+def test_a_withheld_draft_is_served_to_nobody(users, client):
+    """The portal does not show a refused run's draft; the API agrees, for owner and staff."""
+    draft = "Set vault.rotate=always to rotate keys hourly."
+    run = finished_run(
+        owner=users["owner"],
+        status="refused",
+        answer="I can't give a reliable answer to this question.",
+        metadata={"refusal_reason": "unfaithful", "draft_answer": draft, "sources": []},
+        done=True,
+    )
+    for user in (users["owner"], users["staff"]):
+        body = token_client(user).get(f"/api/runs/{run.pk}")
+        assert body.status_code == 200
+        assert "draft_answer" not in body.json()["metadata"]
+        assert draft not in body.content.decode()
+        assert body.json()["metadata"]["refusal_reason"] == "unfaithful"
+        client.force_login(user)
+        for page in (f"/runs/{run.pk}/", f"/runs/{run.pk}/answer/"):
+            response = client.get(page)
+            assert response.status_code == 200 and draft not in response.content.decode()
