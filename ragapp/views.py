@@ -24,6 +24,7 @@ from ragapp.selectors import (
 )
 from ragapp.services import feedback_submit
 from ragapp.trace.kinds import kind_labels
+from ragapp.trace.redaction import error_for
 from ragapp.trace.stream import event_message, release_connection, run_event_stream
 
 
@@ -150,6 +151,7 @@ def run_answer(request, run_id):
         "ragapp/_answer.html",
         {
             "run": run,
+            "error": error_for(request.user, run.error),
             "answer_html": render_markdown(run.answer, sources={s["n"] for s in sources}),
             "sources": sources,
             "meta": meta,

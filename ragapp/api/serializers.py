@@ -9,6 +9,7 @@ from rest_framework import serializers
 from ragapp.api.event_schemas import CitedSourceSerializer, PassageSerializer
 from ragapp.models import Feedback, QueryRun
 from ragapp.services.runs import clean_query
+from ragapp.trace.redaction import error_for
 
 
 class QuerySerializer(serializers.Serializer):
@@ -106,6 +107,7 @@ class RunDetailSerializer(RunSerializer):
     refusal_reason = serializers.SerializerMethodField()
     passages = serializers.SerializerMethodField()
     metadata = serializers.SerializerMethodField()
+    error = serializers.SerializerMethodField()
 
     class Meta(RunSerializer.Meta):
         fields = [
@@ -119,6 +121,10 @@ class RunDetailSerializer(RunSerializer):
 
     def get_refusal_reason(self, run) -> str:
         return (run.response_metadata or {}).get("refusal_reason", "")
+
+    def get_error(self, run) -> str:
+        """Why the run failed: whole for staff; others do not see server addresses or paths."""
+        return error_for(getattr(self.context.get("request"), "user", None), run.error)
 
     def get_metadata(self, run) -> dict:
         """The response metadata, less the draft a refusal withheld.

@@ -28,6 +28,7 @@ from ragapp.runs.liveness import executing
 from ragapp.services import IllegalTransition, run_fail, run_finish, run_start
 from ragapp.trace.emitter import RunEmitter, Subscriber
 from ragapp.trace.kinds import EventKind
+from ragapp.trace.redaction import public_message
 from ragapp.trace.stream import publish
 
 logger = logging.getLogger(__name__)
@@ -114,7 +115,9 @@ def _execute(run, emitter, *, models, retriever, limits) -> None:
             # and `done` are one write, so a finished run always has its `done`.
             with transaction.atomic():
                 run_fail(run=run, error=message, response_metadata=metadata)
-                emitter.emit(EventKind.ERROR, {"message": message})
+                # The trace streams to the run's owner: its message keeps the cause, not the
+                # server's addresses or paths; staff read the whole error on the run.
+                emitter.emit(EventKind.ERROR, {"message": public_message(message)})
                 emitter.emit(EventKind.DONE, {"status": run.status})
         except IllegalTransition:
             logger.warning("run %s was already ended elsewhere; not recording: %s", run.pk, message)

@@ -13,6 +13,7 @@ from django.utils import timezone
 from ragapp.models import Feedback, QueryRun
 from ragapp.trace.emitter import RunEmitter
 from ragapp.trace.kinds import EventKind
+from ragapp.trace.redaction import public_message
 
 Status = QueryRun.Status
 
@@ -163,7 +164,7 @@ def run_abort(*, run: QueryRun, error: str, publish=None) -> QueryRun:
     with transaction.atomic():  # the status and the closing events stand or fall together
         run_fail(run=run, error=error)
         emitter = RunEmitter(run, [publish] if publish else None)
-        emitter.emit(EventKind.ERROR, {"message": error})
+        emitter.emit(EventKind.ERROR, {"message": public_message(error)})
         emitter.emit(EventKind.DONE, {"status": str(Status.FAILED)})
     return run
 

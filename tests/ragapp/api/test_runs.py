@@ -249,3 +249,21 @@ def test_a_withheld_draft_is_served_to_nobody(users, client):
         for page in (f"/runs/{run.pk}/", f"/runs/{run.pk}/answer/"):
             response = client.get(page)
             assert response.status_code == 200 and draft not in response.content.decode()
+
+
+def test_a_failed_run_shows_its_cause_and_only_staff_see_the_address(users, client):
+    from ragapp.services import run_fail, run_start
+
+    error = "ChatModelError: the chat model server at http://10.0.0.5:8080/v1 failed (HTTP 500)"
+    run = run_fail(run=run_start(run=run_create(query="q", owner=users["owner"])), error=error)
+    shown = {}
+    for name in ("owner", "staff"):
+        api = token_client(users[name]).get(f"/api/runs/{run.pk}").json()["error"]
+        client.force_login(users[name])
+        page = client.get(f"/runs/{run.pk}/answer/").content.decode()
+        shown[name] = (api, page)
+    owner_api, owner_page = shown["owner"]
+    assert "HTTP 500" in owner_api and "10.0.0.5" not in owner_api
+    assert "HTTP 500" in owner_page and "10.0.0.5" not in owner_page
+    staff_api, staff_page = shown["staff"]
+    assert staff_api == error and "http://10.0.0.5:8080/v1" in staff_page

@@ -20,6 +20,7 @@ from ragapp.models import QueryRun, TraceEvent
 from ragapp.providers.chat import clear_chat_models_cache
 from ragapp.runs.runner import execute_run
 from ragapp.services import run_create
+from ragapp.trace.redaction import public_message
 from tests.ragapp.live_server import free_port, read_closed_stream
 from tests.ragapp.providers.misbehaving_server import (
     ANSWER,
@@ -83,7 +84,7 @@ def assert_failed_visibly(run: QueryRun, caplog, *reasons: str) -> None:
     assert run.status == QueryRun.Status.FAILED
     assert [e.kind for e in events][-2:] == ["error", "done"]
     assert events[-1].payload == {"status": "failed"}
-    assert events[-2].payload["message"] == run.error
+    assert events[-2].payload["message"] == public_message(run.error)  # no server address
     for reason in reasons:
         assert reason.lower() in run.error.lower(), run.error
     assert_no_key(
@@ -340,5 +341,6 @@ def test_the_live_stream_of_a_failed_run_ends_with_error_then_done_and_closes(se
     assert len(model.attempts) == 2  # RAG_LLM_MAX_RETRIES=1 in the server process
     run = QueryRun.objects.get()
     assert run.status == QueryRun.Status.FAILED
-    assert "HTTP 503" in run.error and events[-2]["payload"]["message"] == run.error
+    assert "HTTP 503" in run.error
+    assert events[-2]["payload"]["message"] == public_message(run.error)
     assert_no_key(raw)

@@ -43,3 +43,21 @@ def test_a_failed_done_write_does_not_leave_a_finished_run_without_done(
     assert "connection lost while writing done" in run.error
     assert kinds.count("done") == 1 and kinds[-2:] == ["error", "done"]
     assert [seq for seq, _ in trace] == list(range(1, len(trace) + 1))  # no gap either
+
+
+class UnreachableRetriever:
+    mode = "vector"
+
+    def search(self, query, *, k, depth=None):
+        raise ConnectionError("no route to the vector store at http://10.9.8.7:6333/collections")
+
+
+def test_the_error_event_keeps_the_cause_and_withholds_the_address(knowledge_base, fake_chat):
+    run = execute_run(run_create(query="How do I set up alpha?"), retriever=UnreachableRetriever())
+
+    run.refresh_from_db()
+    error_event = run.events.get(kind="error")
+    assert run.status == QueryRun.Status.FAILED
+    assert "http://10.9.8.7:6333/collections" in run.error  # whole, for staff
+    assert "no route to the vector store" in error_event.payload["message"]
+    assert "10.9.8.7" not in error_event.payload["message"]
