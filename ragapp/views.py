@@ -18,14 +18,13 @@ from ragapp.selectors import (
     example_questions,
     recent_runs,
     run_events_list,
-    run_visible_to,
     runs_search,
     runs_visible_to,
 )
 from ragapp.services import feedback_submit
 from ragapp.trace.kinds import kind_labels
 from ragapp.trace.redaction import error_for
-from ragapp.trace.stream import event_message, release_connection, run_event_stream
+from ragapp.trace.stream import event_message, follow_run, release_connection
 
 
 def healthz(request):
@@ -40,11 +39,12 @@ def run_events(request, run_id):
     """The run's live trace as Server-Sent Events; resumable with Last-Event-ID (a seq)."""
     if not request.user.is_authenticated:
         return HttpResponseForbidden("Sign in to follow a run.")
-    if not run_visible_to(user=request.user, run_id=run_id):
+    run = runs_visible_to(user=request.user).filter(pk=run_id).first()
+    if run is None:
         release_connection()
         raise Http404("No such run.")  # another user's run does not exist, as far as you know
-    # The page renders the events so far and passes lastEventId; without it, live events only.
-    return run_event_stream(request, run_id)
+    # The page renders the events so far and passes lastEventId; the stream ends after `done`.
+    return follow_run(request, run)
 
 
 @login_required

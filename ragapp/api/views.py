@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
@@ -48,7 +47,7 @@ from ragapp.selectors import (
     system_health,
 )
 from ragapp.services import feedback_submit
-from ragapp.trace.stream import channel_for, event_message, requested_seq, run_event_stream
+from ragapp.trace.stream import event_message, follow_run, run_event_stream
 
 ERRORS = {
     401: OpenApiResponse(description="No or invalid credentials (`WWW-Authenticate: Token`)."),
@@ -190,12 +189,7 @@ class RunEventsView(SseCapableMixin, APIView):
         params.is_valid(raise_exception=True)
         after = params.validated_data["after"]
         if self.wants_stream(request):
-            resume = requested_seq(request, channel_for(run.pk))
-            resume = after if resume is None else resume
-            if run_trace_complete(run) and not run_events_list(run=run, after=resume):
-                # 204 tells an EventSource to stop reconnecting: there is nothing more to send.
-                return HttpResponse(status=204)
-            return run_event_stream(request._request, run.pk, after=after, close_on_done=True)
+            return follow_run(request._request, run, after=after)
         events = [event_message(event) for event in run_events_list(run=run, after=after)]
         finished = run_trace_complete(run)
         body = {"run": run.pk, "status": run.status, "finished": finished, "events": events}

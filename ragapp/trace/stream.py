@@ -25,7 +25,7 @@ from django_eventstream.utils import make_id, sse_encode_event
 from django_eventstream.views import events
 
 from ragapp.models import TraceEvent
-from ragapp.selectors import run_visible_to
+from ragapp.selectors import run_events_list, run_trace_complete, run_visible_to
 
 logger = logging.getLogger(__name__)
 
@@ -149,6 +149,23 @@ def requested_seq(request: HttpRequest, channel: str) -> int | None:
         if name == channel and seq.isascii() and seq.isdigit() and len(seq) <= 12:
             return int(seq)
     return None
+
+
+def follow_run(request: HttpRequest, run, *, after: int | None = None) -> HttpResponse:
+    """A run's trace as SSE for a user who may read it; the portal and the API both use this.
+
+    The stream ends after `done`. A finished run whose events the client already has gets a 204,
+    which tells an EventSource to stop reconnecting; a finished run without a resume point gets
+    its whole trace rather than a wait for live events that will never come.
+    """
+    resume = requested_seq(request, channel_for(run.pk))
+    resume = after if resume is None else resume
+    if run_trace_complete(run):
+        if not run_events_list(run=run, after=resume or 0):
+            release_connection()
+            return HttpResponse(status=204)
+        after = resume or 0
+    return run_event_stream(request, run.pk, after=after, close_on_done=True)
 
 
 def run_event_stream(

@@ -7,7 +7,7 @@ import httpx
 import pytest
 
 from ragapp.models import QueryRun, TraceEvent
-from tests.ragapp.live_server import signed_in
+from tests.ragapp.live_server import read_closed_stream, signed_in
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -75,3 +75,21 @@ def test_another_user_cannot_read_the_stream(server, django_user_model):
     intruder = signed_in(server, "mallory", "pw-mallory-123")
     assert intruder.get(f"/runs/{run_id}/events/").status_code == 404
     assert intruder.get(f"/runs/{run_id}/").status_code == 404
+
+
+def test_the_stream_of_a_finished_run_ends_and_then_says_204(server):
+    """A finished run's stream closes after `done`; resumed after `done`, it is a 204."""
+    client = signed_in(server)
+    run_id = ask(client, server, "How do I restart the worker?")
+    read_events(client, run_id, last_id=f"run-{run_id}:0")  # until done: the run has finished
+    total = TraceEvent.objects.filter(run_id=run_id).count()
+
+    with client.stream("GET", f"/runs/{run_id}/events/") as response:  # no resume point
+        events, _ = read_closed_stream(response)  # fails unless the server closes the stream
+    assert [e["seq"] for e in events] == list(range(1, total + 1))
+    assert events[-1]["kind"] == "done"
+
+    after_done = client.get(
+        f"/runs/{run_id}/events/", headers={"Last-Event-ID": f"run-{run_id}:{total}"}
+    )
+    assert after_done.status_code == 204
