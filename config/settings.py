@@ -14,6 +14,9 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from psycopg_pool import ConnectionPool
 
+# The model providers' declarations: plain data, so importing it sets nothing up.
+from ragapp.providers import registry
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -280,14 +283,15 @@ LOGGING = {
 OPENAI_API_KEY = os.environ.get("OPENAI_API_KEY", "").strip()
 OPENAI_BASE_URL = os.environ.get("OPENAI_BASE_URL", "").strip() or None
 
+# A provider is any name in ragapp/providers/registry.py; its entry gives the defaults below that
+# depend on it (and says why they differ).
 RAG_EMBEDDING_PROVIDER = env_choice(
-    "RAG_EMBEDDING_PROVIDER", "openai" if OPENAI_API_KEY else "local", ("local", "openai", "fake")
+    "RAG_EMBEDDING_PROVIDER", "openai" if OPENAI_API_KEY else "local", registry.provider_names()
 )
+_EMBEDDING_DEFAULTS = registry.PROVIDERS[RAG_EMBEDDING_PROVIDER].embeddings
 RAG_OPENAI_EMBEDDING_MODEL = env_str("RAG_OPENAI_EMBEDDING_MODEL", "text-embedding-3-small")
-# Small batches are fastest on the CPU (attention cost grows with the padded length);
-# remote servers want few, large requests.
 RAG_EMBEDDING_BATCH_SIZE = env_int(
-    "RAG_EMBEDDING_BATCH_SIZE", 8 if RAG_EMBEDDING_PROVIDER == "local" else 256, minimum=1
+    "RAG_EMBEDDING_BATCH_SIZE", _EMBEDDING_DEFAULTS.batch_size, minimum=1
 )
 RAG_EMBEDDING_THREADS = env_int("RAG_EMBEDDING_THREADS", 0)
 
@@ -305,40 +309,25 @@ RAG_HNSW_EF_SEARCH = env_int("RAG_HNSW_EF_SEARCH", 100, minimum=1)
 # --- The graph ------------------------------------------------------------------------------
 
 RAG_CHAT_PROVIDER = env_choice(
-    "RAG_CHAT_PROVIDER", "openai" if OPENAI_API_KEY else "local", ("local", "openai", "fake")
+    "RAG_CHAT_PROVIDER", "openai" if OPENAI_API_KEY else "local", registry.provider_names()
 )
-_CHAT_DEFAULTS = {
-    "openai": ("gpt-4o", "gpt-4o-mini"),
-    "local": ("qwen2.5-coder-1.5b", "qwen2.5-coder-1.5b"),
-    "fake": ("fake-chat", "fake-chat"),
-}[RAG_CHAT_PROVIDER]
+_CHAT_DEFAULTS = registry.PROVIDERS[RAG_CHAT_PROVIDER].chat
 # Which model does which job. For `local` these name packaged models (see docs/models.md).
-RAG_GENERATION_MODEL = env_str("RAG_GENERATION_MODEL", _CHAT_DEFAULTS[0])
-RAG_GRADER_MODEL = env_str("RAG_GRADER_MODEL", _CHAT_DEFAULTS[1])
+RAG_GENERATION_MODEL = env_str("RAG_GENERATION_MODEL", _CHAT_DEFAULTS.generation_model)
+RAG_GRADER_MODEL = env_str("RAG_GRADER_MODEL", _CHAT_DEFAULTS.grader_model)
 RAG_BROADEN_MODEL = env_str("RAG_BROADEN_MODEL", RAG_GRADER_MODEL)
 # How each judge decides: "structured" JSON with reasoning first, or "logprobs" of a one-word
-# yes/no answer. Measured on the packaged 1.5B model (docs/models.md): for relevance, logprobs
-# was as accurate and twice as fast; for faithfulness, structured was more accurate and names
-# the unsupported claims, which refinement and refusals need.
+# yes/no answer; faithfulness also "lexical" (no model call) or "claims" (that check as a veto,
+# then a yes/no per claim). Each provider's default is in its registry entry, with the reason.
 _JUDGES = ("structured", "logprobs")
-RAG_RELEVANCE_JUDGE = env_choice(
-    "RAG_RELEVANCE_JUDGE", "logprobs" if RAG_CHAT_PROVIDER == "local" else "structured", _JUDGES
-)
-# For the packaged models: the lexical check of specifics as a veto, then the 1.5B model's
-# P(yes) that the documents state each claim of the answer, as a short tail over the cached
-# documents. The lexical check alone passed most subtly wrong answers; the 1.5B model as a
-# structured judge refused correct ones (docs/graph.md, bench/judges.py).
+RAG_RELEVANCE_JUDGE = env_choice("RAG_RELEVANCE_JUDGE", _CHAT_DEFAULTS.relevance_judge, _JUDGES)
 RAG_FAITHFULNESS_JUDGE = env_choice(
-    "RAG_FAITHFULNESS_JUDGE",
-    "claims" if RAG_CHAT_PROVIDER == "local" else "structured",
-    (*_JUDGES, "lexical", "claims"),
+    "RAG_FAITHFULNESS_JUDGE", _CHAT_DEFAULTS.faithfulness_judge, (*_JUDGES, "lexical", "claims")
 )
 # Only for RAG_CHAT_PROVIDER=fake: a pause before each reply, so demos and streaming tests can
 # watch a run unfold (and drop and resume the stream) instead of it finishing in milliseconds.
 RAG_FAKE_CHAT_DELAY_MS = env_int("RAG_FAKE_CHAT_DELAY_MS", 0)
-RAG_LLM_TIMEOUT = env_float(
-    "RAG_LLM_TIMEOUT", 120.0 if RAG_CHAT_PROVIDER == "local" else 60.0, minimum=1
-)
+RAG_LLM_TIMEOUT = env_float("RAG_LLM_TIMEOUT", _CHAT_DEFAULTS.timeout_s, minimum=1)
 RAG_LLM_MAX_RETRIES = env_int("RAG_LLM_MAX_RETRIES", 3)
 RAG_LOCAL_CONTEXT = env_int("RAG_LOCAL_CONTEXT", 8192, minimum=512)
 RAG_LOCAL_THREADS = env_int("RAG_LOCAL_THREADS", 0)
@@ -365,14 +354,13 @@ RAG_ANSWER_CONFIDENCE_THRESHOLD = env_float(
     maximum=1.0,
 )
 # Chunks whose cosine similarity to the query is below this are rejected without a model call
-# (0: off). For the packaged MiniLM, 0.25 lost no chunk of an expected source on either golden
-# set (the lowest was 0.255); other embedding models have other scales, so they start off.
+# (0: off). The scale is the embedding model's, so the default is its provider's.
 RAG_RELEVANCE_PREFILTER = env_float(
-    "RAG_RELEVANCE_PREFILTER", 0.25 if RAG_EMBEDDING_PROVIDER == "local" else 0.0, maximum=1.0
+    "RAG_RELEVANCE_PREFILTER", _EMBEDDING_DEFAULTS.relevance_prefilter, maximum=1.0
 )
-# The local 1.5B judge answered "high" risk on 12 of 14 answers, even with score 1.0 and
-# reasoning that the documents clearly state it (docs/evaluation.md): only the score decides.
-RAG_FAITHFULNESS_RISK_VETO = env_bool("RAG_FAITHFULNESS_RISK_VETO", RAG_CHAT_PROVIDER != "local")
+# Whether a "high" hallucination risk vetoes an answer whose score passes; off where the judge's
+# stated risk proved unreliable (the provider's registry entry says).
+RAG_FAITHFULNESS_RISK_VETO = env_bool("RAG_FAITHFULNESS_RISK_VETO", _CHAT_DEFAULTS.risk_veto)
 RAG_GRADE_CONCURRENCY = env_int("RAG_GRADE_CONCURRENCY", 4, minimum=1)
 # Hybrid (dense + full-text, fused) and one chunk per document measured best on both golden
 # sets (docs/evaluation.md): recall@5 0.871 -> 0.939 on the PostgreSQL manual.

@@ -1,7 +1,8 @@
-"""Model providers: factories that build embedding (and, later, chat) models from settings.
+"""Model providers: factories that build embedding and chat models from settings.
 
-Nothing here creates a client at import time; each factory builds on first use and caches the
-result per process, so `manage.py check` and the health endpoint never need a key or a model.
+Each provider (local, openai, fake) is declared once, in registry.py. Nothing here creates a
+client at import time; each factory builds on first use and caches the result per process, so
+`manage.py check` and the health endpoint never need a key or a model.
 """
 
 from ragapp.providers.embeddings import (

@@ -1,4 +1,4 @@
-"""Chat models for the graph (`RAG_CHAT_PROVIDER`): openai, local, or the fake for tests.
+"""Chat models for the graph, from the provider `RAG_CHAT_PROVIDER` names (see registry.py).
 
 Nothing is built at import time. `get_chat_models()` builds clients on first use, so importing,
 `manage.py check` and the health endpoint never need a key, a server or a model file.
@@ -9,9 +9,11 @@ from __future__ import annotations
 import threading
 
 from django.conf import settings
-from django.core.exceptions import ImproperlyConfigured
+from django.utils.module_loading import import_string
+from langchain_core.language_models import BaseChatModel
 
 from ragapp.graph.context import ChatModels
+from ragapp.providers.registry import get_provider
 
 _cache: dict[tuple, ChatModels] = {}
 _lock = threading.Lock()
@@ -50,35 +52,15 @@ def clear_chat_models_cache() -> None:
 
 
 def _build(provider: str, names: dict[str, str]) -> ChatModels:
-    if provider == "openai":
-        return _models(names, _openai_model)
-    if provider == "local":
-        from ragapp.providers.local_llm import local_chat_model
+    declared = get_provider(provider, setting="RAG_CHAT_PROVIDER").chat
+    make = import_string(declared.build)
+    built: dict[str, BaseChatModel] = {}  # one client per distinct model name
 
-        # llama.cpp constrains decoding to the schema, so length caps in it bound the reply.
-        return _models(names, local_chat_model, bounded_schemas=True)
-    if provider == "fake":
-        from ragapp.providers.fake_chat import FakeChatModel, FakeScript
-
-        model = FakeChatModel(script=FakeScript(), delay_s=settings.RAG_FAKE_CHAT_DELAY_MS / 1000)
-        return ChatModels(
-            generator=model,
-            grader=model,
-            broadener=model,
-            relevance_method=settings.RAG_RELEVANCE_JUDGE,
-            faithfulness_method=settings.RAG_FAITHFULNESS_JUDGE,
-            names=names,
-        )
-    raise ImproperlyConfigured(f"Unknown RAG_CHAT_PROVIDER {provider!r}")
-
-
-def _models(names: dict[str, str], make, *, bounded_schemas: bool = False) -> ChatModels:
-    built: dict[str, object] = {}  # one client per distinct model name
-
-    def get(name: str):
-        if name not in built:
-            built[name] = make(name)
-        return built[name]
+    def get(name: str) -> BaseChatModel:
+        key = "" if declared.one_model_for_every_job else name
+        if key not in built:
+            built[key] = make(name)
+        return built[key]
 
     return ChatModels(
         generator=get(names["generation"]),
@@ -86,24 +68,6 @@ def _models(names: dict[str, str], make, *, bounded_schemas: bool = False) -> Ch
         broadener=get(names["broadening"]),
         relevance_method=settings.RAG_RELEVANCE_JUDGE,
         faithfulness_method=settings.RAG_FAITHFULNESS_JUDGE,
-        bounded_schemas=bounded_schemas,
+        bounded_schemas=declared.bounded_schemas,
         names=names,
-    )
-
-
-def _openai_model(name: str):
-    from langchain_openai import ChatOpenAI
-
-    if not settings.OPENAI_API_KEY and not settings.OPENAI_BASE_URL:
-        raise ImproperlyConfigured(
-            "RAG_CHAT_PROVIDER=openai needs OPENAI_API_KEY (or OPENAI_BASE_URL for a server that "
-            "needs no key)."
-        )
-    return ChatOpenAI(
-        model=name,
-        api_key=settings.OPENAI_API_KEY or "unused",
-        base_url=settings.OPENAI_BASE_URL,
-        temperature=0,
-        timeout=settings.RAG_LLM_TIMEOUT,
-        max_retries=settings.RAG_LLM_MAX_RETRIES,
     )

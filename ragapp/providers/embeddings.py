@@ -6,8 +6,10 @@ import threading
 from abc import abstractmethod
 
 from django.conf import settings
-from django.core.exceptions import ImproperlyConfigured
+from django.utils.module_loading import import_string
 from langchain_core.embeddings import Embeddings
+
+from ragapp.providers.registry import get_provider
 
 
 class EmbeddingProvider(Embeddings):
@@ -47,23 +49,5 @@ def clear_embeddings_cache() -> None:
 
 
 def _build(name: str) -> EmbeddingProvider:
-    if name == "local":
-        from ragapp.providers.local_embeddings import LocalOnnxEmbeddings
-
-        return LocalOnnxEmbeddings(
-            batch_size=settings.RAG_EMBEDDING_BATCH_SIZE, threads=settings.RAG_EMBEDDING_THREADS
-        )
-    if name == "openai":
-        from ragapp.providers.openai_embeddings import OpenAICompatibleEmbeddings
-
-        return OpenAICompatibleEmbeddings(
-            model=settings.RAG_OPENAI_EMBEDDING_MODEL,
-            api_key=settings.OPENAI_API_KEY,
-            base_url=settings.OPENAI_BASE_URL,
-            batch_size=settings.RAG_EMBEDDING_BATCH_SIZE,
-        )
-    if name == "fake":
-        from ragapp.providers.fake_embeddings import FakeEmbeddings
-
-        return FakeEmbeddings()
-    raise ImproperlyConfigured(f"Unknown RAG_EMBEDDING_PROVIDER {name!r}")
+    build = get_provider(name, setting="RAG_EMBEDDING_PROVIDER").embeddings.build
+    return import_string(build)()

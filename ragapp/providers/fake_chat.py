@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
@@ -21,6 +22,7 @@ from langchain_core.runnables import RunnableLambda
 from pydantic import BaseModel, ConfigDict
 
 from ragapp.graph.schemas import AnswerFaithfulness, DocumentRelevance
+from ragapp.providers.registry import ModelStatus
 
 _DOC = re.compile(r"<document[^>]*>\n(.*?)\n</document>", re.S)
 _QUESTION = re.compile(r"^Question: (.*)$", re.M)
@@ -172,6 +174,19 @@ class FakeChatModel(BaseChatModel):
                 refinement_suggestion="" if risk == "low" else "remove the unsupported claim",
             )
         raise TypeError(f"FakeChatModel has no script for {schema.__name__}")
+
+
+def fake_chat_model(name: str) -> FakeChatModel:
+    """The `fake` provider's model, with the default script.
+
+    `name` is only a label in the run metadata: the model reports itself as `fake-chat`.
+    """
+    return FakeChatModel(script=FakeScript(), delay_s=settings.RAG_FAKE_CHAT_DELAY_MS / 1000)
+
+
+def fake_chat_status(name: str) -> ModelStatus:
+    """Always ready: nothing to install, load or reach."""
+    return ModelStatus(ready=True, detail="Scripted test model.")
 
 
 def _about(prompt: str) -> str:

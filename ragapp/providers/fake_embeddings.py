@@ -7,6 +7,7 @@ import math
 import re
 
 from ragapp.providers.embeddings import EmbeddingProvider
+from ragapp.providers.registry import EmbeddingStatus
 
 _WORD = re.compile(r"[a-z0-9]+")
 
@@ -43,3 +44,10 @@ class FakeEmbeddings(EmbeddingProvider):
         if norm == 0:
             vector[0], norm = 1.0, 1.0  # a text with no words still needs a valid unit vector
         return [v / norm for v in vector]
+
+
+def fake_embeddings_status() -> EmbeddingStatus:
+    """Always ready: nothing to install, load or reach."""
+    return EmbeddingStatus(
+        model="fake/hashed-bow", ready=True, detail="Deterministic test embeddings."
+    )

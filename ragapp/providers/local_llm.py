@@ -23,8 +23,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
+from langchain_openai import ChatOpenAI
 
-from ragapp.providers.model_files import ModelFileError, installed, verify_file
+from ragapp.providers.model_files import (
+    ModelFileError,
+    installed,
+    packages_installed,
+    verify_file,
+)
+from ragapp.providers.registry import ModelStatus
 
 logger = logging.getLogger(__name__)
 
@@ -162,6 +169,8 @@ def local_server(name: str) -> LocalServer:
 
 
 def _start(name: str) -> LocalServer:
+    # Imported on first use: the health check imports this module too, and must not load
+    # llama.cpp to report on it.
     import xllamacpp
 
     path = model_path(name)
@@ -210,10 +219,8 @@ def _wait_ready(server: LocalServer, timeout: float = 120.0) -> None:
         time.sleep(0.2)
 
 
-def local_chat_model(name: str):
+def local_chat_model(name: str) -> ChatOpenAI:
     """A ChatOpenAI client for the in-process server of model `name`."""
-    from langchain_openai import ChatOpenAI
-
     server = local_server(name)
     return ChatOpenAI(
         model=name,
@@ -223,3 +230,18 @@ def local_chat_model(name: str):
         timeout=settings.RAG_LLM_TIMEOUT,
         max_retries=settings.RAG_LLM_MAX_RETRIES,
     )
+
+
+def local_chat_status(name: str) -> ModelStatus:
+    """Whether packaged model `name` is installed, and loaded in this process; loads nothing."""
+    try:
+        model = packaged_model(name)
+    except ModelFileError as exc:
+        return ModelStatus(ready=False, detail=str(exc))
+    ready, detail = packages_installed(list(model.packages))
+    loaded = name in _servers
+    if ready and not loaded:
+        detail = f"{model.description}: installed; llama.cpp loads it on the first run."
+    elif loaded:
+        detail = f"{model.description}: loaded in this process."
+    return ModelStatus(ready=ready, detail=detail, loaded=loaded)

@@ -29,6 +29,16 @@ def installed(distribution: str) -> importlib.metadata.Distribution:
         ) from None
 
 
+def packages_installed(distributions: list[str]) -> tuple[bool, str]:
+    """Whether every one of `distributions` is installed, and if not, what to do about it."""
+    try:
+        for distribution in distributions:
+            installed(distribution)
+    except ModelFileError as exc:
+        return False, str(exc)
+    return True, ""
+
+
 def packaged_file(distribution: str, relative_path: str) -> Path:
     """The installed path of `relative_path` inside the distribution `distribution`."""
     dist = installed(distribution)

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from functools import cached_property
 
+from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
+from langchain_openai import OpenAIEmbeddings
 
 from ragapp.providers.embeddings import EmbeddingProvider
+from ragapp.providers.openai_chat import openai_server_status
+from ragapp.providers.registry import EmbeddingStatus
 
 KNOWN_DIMENSIONS = {
     "text-embedding-3-small": 1536,
@@ -32,8 +36,6 @@ class OpenAICompatibleEmbeddings(EmbeddingProvider):
 
     @cached_property
     def _client(self):
-        from langchain_openai import OpenAIEmbeddings
-
         if not self._api_key and not self._base_url:
             raise ImproperlyConfigured(
                 "RAG_EMBEDDING_PROVIDER=openai needs OPENAI_API_KEY (or OPENAI_BASE_URL for a "
@@ -63,3 +65,23 @@ class OpenAICompatibleEmbeddings(EmbeddingProvider):
     def embed_query(self, text: str) -> list[float]:
         """Embed one query."""
         return self._client.embed_query(text)
+
+
+def build_openai_embeddings() -> OpenAICompatibleEmbeddings:
+    """The `openai` embeddings as settings configure them."""
+    return OpenAICompatibleEmbeddings(
+        model=settings.RAG_OPENAI_EMBEDDING_MODEL,
+        api_key=settings.OPENAI_API_KEY,
+        base_url=settings.OPENAI_BASE_URL,
+        batch_size=settings.RAG_EMBEDDING_BATCH_SIZE,
+    )
+
+
+def openai_embeddings_status() -> EmbeddingStatus:
+    """Ready when the server is configured; the server is not asked."""
+    server = openai_server_status()
+    return EmbeddingStatus(
+        model=f"openai/{settings.RAG_OPENAI_EMBEDDING_MODEL}",
+        ready=server.ready,
+        detail=server.detail,
+    )

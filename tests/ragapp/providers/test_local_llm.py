@@ -13,7 +13,7 @@ from ragapp.graph.judges import structured_call, text_call, yes_probability
 from ragapp.graph.schemas import AnswerFaithfulness, DocumentRelevance
 from ragapp.graph.state import RetrievedDoc
 from ragapp.models import QueryRun
-from ragapp.providers import local_llm
+from ragapp.providers import local_llm, model_files
 from ragapp.providers.chat import clear_chat_models_cache, get_chat_models
 from ragapp.providers.model_files import ModelFileError
 
@@ -83,6 +83,8 @@ def test_a_checksum_mismatch_is_refused_and_leaves_nothing_behind(data_dir, monk
 def test_a_wrong_size_is_refused(data_dir, monkeypatch):
     model = replace(local_llm.PACKAGED_MODELS["smollm2-135m"], size=123)
     monkeypatch.setitem(local_llm.PACKAGED_MODELS, model.name, model)
+    # A file is verified once per process: forget that an earlier test loaded this one.
+    monkeypatch.setattr(model_files, "_verified", set())
     with pytest.raises(ModelFileError, match="expected 123"):
         local_llm.model_path(model.name)
 

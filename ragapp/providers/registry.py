@@ -1,0 +1,167 @@
+"""The model providers, each declared once: what builds it, what checks it, what it defaults to.
+
+`RAG_EMBEDDING_PROVIDER` and `RAG_CHAT_PROVIDER` name an entry of `PROVIDERS`. settings.py
+validates both names against it and takes its provider-dependent defaults from it; `get_embeddings`,
+`get_chat_models` and `providers_status` look the entry up instead of branching on the name. A new
+provider is one entry here, plus the module its dotted paths name.
+
+Builders and checks are dotted paths, imported with `import_string` only when that provider is
+used, so llama.cpp and onnxruntime load only in processes that need them. For the same reason this
+module imports nothing but the standard library and Django's exceptions: settings.py imports it
+before Django, or any model, is set up.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.core.exceptions import ImproperlyConfigured
+
+
+@dataclass(frozen=True)
+class ModelStatus:
+    """Whether a chat model can serve, found without building it (the health endpoint shows it)."""
+
+    ready: bool
+    detail: str = ""
+    loaded: bool = False  # already built in this process
+
+
+@dataclass(frozen=True)
+class EmbeddingStatus:
+    """Whether the embedding model can serve, found without building it."""
+
+    model: str  # `provider/model`, as the health endpoint shows it
+    ready: bool
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class EmbeddingsDeclaration:
+    """How a provider embeds, and the settings it defaults."""
+
+    build: str  # dotted path: () -> EmbeddingProvider, configured from settings
+    status: str  # dotted path: () -> EmbeddingStatus, building nothing
+    batch_size: int  # default RAG_EMBEDDING_BATCH_SIZE
+    relevance_prefilter: float  # default RAG_RELEVANCE_PREFILTER (0: off)
+
+
+@dataclass(frozen=True)
+class ChatDeclaration:
+    """How a provider chats, and the settings it defaults."""
+
+    build: str  # dotted path: (model name) -> BaseChatModel, configured from settings
+    status: str  # dotted path: (model name) -> ModelStatus, building nothing
+    generation_model: str  # default RAG_GENERATION_MODEL
+    grader_model: str  # default RAG_GRADER_MODEL (and so RAG_BROADEN_MODEL)
+    relevance_judge: str  # default RAG_RELEVANCE_JUDGE
+    faithfulness_judge: str  # default RAG_FAITHFULNESS_JUDGE
+    timeout_s: float  # default RAG_LLM_TIMEOUT
+    risk_veto: bool  # default RAG_FAITHFULNESS_RISK_VETO
+    bounded_schemas: bool = False  # cap string and list lengths in structured-output schemas
+    one_model_for_every_job: bool = False  # build one model, whatever each job's name
+
+
+@dataclass(frozen=True)
+class Provider:
+    """One provider: its embeddings and its chat models."""
+
+    name: str
+    embeddings: EmbeddingsDeclaration
+    chat: ChatDeclaration
+
+
+# In the order settings' error messages list them.
+PROVIDERS: dict[str, Provider] = {
+    provider.name: provider
+    for provider in (
+        Provider(
+            name="local",
+            embeddings=EmbeddingsDeclaration(
+                build="ragapp.providers.local_embeddings.build_local_embeddings",
+                status="ragapp.providers.local_embeddings.local_embeddings_status",
+                # Small batches are fastest on the CPU: attention cost grows with padded length.
+                batch_size=8,
+                # For the packaged MiniLM, 0.25 lost no chunk of an expected source on either
+                # golden set (the lowest was 0.255); other models have other scales.
+                relevance_prefilter=0.25,
+            ),
+            chat=ChatDeclaration(
+                build="ragapp.providers.local_llm.local_chat_model",
+                status="ragapp.providers.local_llm.local_chat_status",
+                generation_model="qwen2.5-coder-1.5b",
+                grader_model="qwen2.5-coder-1.5b",
+                # Measured on the packaged 1.5B model (docs/models.md): for relevance, logprobs
+                # was as accurate as structured and twice as fast.
+                relevance_judge="logprobs",
+                # The lexical check of specifics as a veto, then the 1.5B model's P(yes) that the
+                # documents state each claim, as a short tail over the cached documents. The
+                # lexical check alone passed most subtly wrong answers; the 1.5B model as a
+                # structured judge refused correct ones (docs/graph.md, bench/judges.py).
+                faithfulness_judge="claims",
+                timeout_s=120.0,  # a long reply of a 1.5B model on a small CPU takes a while
+                # The 1.5B judge answered "high" risk on 12 of 14 answers, even with score 1.0
+                # (docs/evaluation.md): only the score decides.
+                risk_veto=False,
+                # llama.cpp constrains decoding to the schema, so length caps in it bound the
+                # reply: a small model cannot spend its whole budget on "reasoning".
+                bounded_schemas=True,
+            ),
+        ),
+        Provider(
+            name="openai",
+            embeddings=EmbeddingsDeclaration(
+                build="ragapp.providers.openai_embeddings.build_openai_embeddings",
+                status="ragapp.providers.openai_embeddings.openai_embeddings_status",
+                batch_size=256,  # remote servers want few, large requests
+                relevance_prefilter=0.0,
+            ),
+            chat=ChatDeclaration(
+                build="ragapp.providers.openai_chat.openai_chat_model",
+                status="ragapp.providers.openai_chat.openai_chat_status",
+                generation_model="gpt-4o",
+                grader_model="gpt-4o-mini",
+                # A capable model judges best with its reasoning written out, and names the
+                # unsupported claims that refinement and refusals need.
+                relevance_judge="structured",
+                faithfulness_judge="structured",
+                timeout_s=60.0,
+                risk_veto=True,
+            ),
+        ),
+        Provider(
+            name="fake",
+            embeddings=EmbeddingsDeclaration(
+                build="ragapp.providers.fake_embeddings.FakeEmbeddings",
+                status="ragapp.providers.fake_embeddings.fake_embeddings_status",
+                batch_size=256,
+                relevance_prefilter=0.0,
+            ),
+            chat=ChatDeclaration(
+                build="ragapp.providers.fake_chat.fake_chat_model",
+                status="ragapp.providers.fake_chat.fake_chat_status",
+                generation_model="fake-chat",
+                grader_model="fake-chat",
+                relevance_judge="structured",
+                faithfulness_judge="structured",
+                timeout_s=60.0,
+                risk_veto=True,
+                # One scripted model answers every job, so a script sees each call, in order.
+                one_model_for_every_job=True,
+            ),
+        ),
+    )
+}
+
+
+def provider_names() -> tuple[str, ...]:
+    """The registered provider names, in declaration order."""
+    return tuple(PROVIDERS)
+
+
+def get_provider(name: str, *, setting: str) -> Provider:
+    """The provider called `name`, the value of `setting`; ImproperlyConfigured if unknown."""
+    try:
+        return PROVIDERS[name]
+    except KeyError:
+        raise ImproperlyConfigured(f"Unknown {setting} {name!r}") from None
