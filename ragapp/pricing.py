@@ -4,6 +4,8 @@ Prices are US dollars per million tokens (input, output), as published by OpenAI
 the table (a local or self-hosted one) has no cost estimate rather than a wrong one.
 """
 
+from ragapp.providers.registry import PROVIDERS
+
 PRICES_PER_MILLION: dict[str, tuple[float, float]] = {
     "gpt-4o": (2.50, 10.00),
     "gpt-4o-mini": (0.15, 0.60),
@@ -15,7 +17,7 @@ PRICES_PER_MILLION: dict[str, tuple[float, float]] = {
 
 def estimate_cost(tokens: dict[str, dict[str, int]], *, provider: str) -> float | None:
     """Dollars for `tokens` ({model: {input, output}}); 0 for local models, None if unknown."""
-    if provider in ("local", "fake"):
+    if PROVIDERS[provider].chat.runs_locally:
         return 0.0
     total = 0.0
     for model, counts in tokens.items():

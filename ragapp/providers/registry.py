@@ -60,6 +60,7 @@ class ChatDeclaration:
     risk_veto: bool  # default RAG_FAITHFULNESS_RISK_VETO
     bounded_schemas: bool = False  # cap string and list lengths in structured-output schemas
     one_model_for_every_job: bool = False  # build one model, whatever each job's name
+    runs_locally: bool = False  # no per-token price: a run costs $0 (ragapp/pricing.py)
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,7 @@ PROVIDERS: dict[str, Provider] = {
                 # llama.cpp constrains decoding to the schema, so length caps in it bound the
                 # reply: a small model cannot spend its whole budget on "reasoning".
                 bounded_schemas=True,
+                runs_locally=True,
             ),
         ),
         Provider(
@@ -148,6 +150,7 @@ PROVIDERS: dict[str, Provider] = {
                 risk_veto=True,
                 # One scripted model answers every job, so a script sees each call, in order.
                 one_model_for_every_job=True,
+                runs_locally=True,
             ),
         ),
     )
