@@ -17,12 +17,17 @@ class Found:
 
     path: Path
     format: str | None = None
-    skip_reason: str = ""  # not a failure: unsupported type, symlink loop
+    skip_reason: str = ""  # not a failure: unsupported type, symlink loop, link out of the tree
     error: str = ""  # a failure: path does not exist, cannot be read
 
 
 def discover(roots: list[Path]) -> Iterator[Found]:
-    """Yield every file under `roots` once, following symlinks but never around a loop."""
+    """Yield every file under `roots` once, following symlinks but never around a loop.
+
+    A symlink met inside a directory root is followed only when its target resolves inside that
+    root: a link such as `notes.txt -> /app/.data/secret_key` would otherwise publish the file
+    it points to. A root itself is followed wherever it points, because the owner named it.
+    """
     seen_files: set[Path] = set()
     for root in roots:
         if not os.path.lexists(root):
@@ -36,6 +41,7 @@ def discover(roots: list[Path]) -> Iterator[Found]:
 
 
 def _walk(root: Path, seen_files: set[Path]) -> Iterator[Found]:
+    boundary = root.resolve()
     visited_dirs: set[tuple[int, int]] = set()
     errors: list[OSError] = []
     for dirpath, dirnames, filenames in os.walk(root, followlinks=True, onerror=errors.append):
@@ -46,16 +52,42 @@ def _walk(root: Path, seen_files: set[Path]) -> Iterator[Found]:
             yield Found(here, skip_reason="symlink loop: this directory was already visited")
             continue
         visited_dirs.add(key)
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        kept_dirs = []
+        for name in sorted(d for d in dirnames if not d.startswith(".")):
+            escape = _escaping_link(here / name, boundary)
+            if escape is None:
+                kept_dirs.append(name)
+            else:
+                yield escape  # and os.walk never descends into it
+        dirnames[:] = kept_dirs
         for name in sorted(filenames):
             if name.startswith("."):
                 continue
-            found = _classify(here / name, seen_files)
+            found = _escaping_link(here / name, boundary) or _classify(here / name, seen_files)
             if found is not None:
                 yield found
         while errors:
             error = errors.pop()
             yield Found(Path(error.filename or dirpath), error=f"cannot list: {error.strerror}")
+
+
+def _escaping_link(path: Path, boundary: Path) -> Found | None:
+    """A skip for `path` when it is a symlink whose target resolves outside `boundary`.
+
+    Only links are checked: the walk never enters a directory link that leaves the tree, so
+    a plain entry below an accepted directory is inside the tree too.
+    """
+    if not path.is_symlink():
+        return None
+    try:
+        target = path.resolve()
+    except (OSError, RuntimeError):  # a cycle or an unreadable link: `_classify` reports it
+        return None
+    if target.is_relative_to(boundary):
+        return None
+    return Found(
+        path, skip_reason=f"symlink to {target}, outside the ingested directory {boundary}"
+    )
 
 
 def _classify(path: Path, seen_files: set[Path]) -> Found | None:

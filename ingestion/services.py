@@ -20,7 +20,7 @@ from ragapp.models import Chunk, Document
 from ragapp.providers import EmbeddingProvider
 from ragapp.retrieval.vector import embedding_text
 from ragapp.selectors import embedding_index_check
-from ragapp.services import embedding_index_prepare
+from ragapp.services.index import embedding_index_lock_for_vectors, embedding_index_prepare
 
 logger = logging.getLogger(__name__)
 
@@ -73,7 +73,9 @@ def ingest_paths(
 
     Unchanged files (same content hash) are skipped unless `full`; changed files are replaced in
     one transaction each; with `prune`, documents under `paths` whose files are gone are deleted.
-    One bad file never stops the others: it is reported and the rest carry on.
+    One bad file never stops the others: it is reported and the rest carry on. A re-embed that
+    switches the model while this runs stops it with EmbeddingIndexChangedError instead: every
+    vector it has left would be of the old model.
     """
     started = time.perf_counter()
     observer = observer or IngestObserver()
@@ -179,14 +181,16 @@ def _flush(pool: list[_Pending], embeddings, record, observer: IngestObserver) -
     stored, offset = 0, 0
     for pending in pool:
         count = len(pending.chunks)
-        stored += _store(pending, vectors[offset : offset + count], record)
+        stored += _store(pending, vectors[offset : offset + count], embeddings, record)
         offset += count
     return stored
 
 
-def _store(pending: _Pending, vectors: list[list[float]], record) -> int:
+def _store(pending: _Pending, vectors: list[list[float]], embeddings, record) -> int:
     """Replace the document and all its chunks in one transaction: readers see old or new."""
     with transaction.atomic():
+        # Embedding took a while with no lock held; a re-embed may have switched models since.
+        embedding_index_lock_for_vectors(embeddings=embeddings)
         document, _ = Document.objects.select_for_update().update_or_create(
             source_path=pending.source_path,
             defaults={

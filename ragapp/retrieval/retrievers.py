@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-
 from django.conf import settings
-from django.db import connection, transaction
 
 from ragapp.graph.state import RetrievedDoc
 from ragapp.models import Chunk
 from ragapp.providers import EmbeddingProvider
 from ragapp.retrieval.text_search import bm25_chunk_ids
-from ragapp.retrieval.vector import ScoredChunk, chunk_vector_search, cosine_distance_to
+from ragapp.retrieval.vector import (
+    ScoredChunk,
+    chunk_vector_search,
+    cosine_distance_to,
+    one_snapshot,
+)
 
 # Reciprocal rank fusion: score = sum over rankings of weight / (RRF_K + rank).
 RRF_K = 60
@@ -36,24 +38,6 @@ def per_document(docs: list[RetrievedDoc], *, cap: int, k: int) -> list[Retrieve
             if len(kept) == k:
                 break
     return kept
-
-
-@contextmanager
-def one_snapshot():
-    """Every query inside reads the same snapshot of the database.
-
-    Under PostgreSQL's default READ COMMITTED each statement sees what was committed when it
-    started, so the vector and the full-text query of one hybrid search could each see another
-    version of a document being re-ingested (old and new chunks in one result). A read-only
-    REPEATABLE READ transaction gives both queries one snapshot; a read-only transaction never
-    fails to serialise. Inside a caller's transaction the isolation is the caller's to choose.
-    """
-    outermost = not connection.in_atomic_block
-    with transaction.atomic():
-        if outermost:
-            with connection.cursor() as cursor:
-                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-        yield
 
 
 def _as_doc(chunk: Chunk, similarity: float) -> RetrievedDoc:

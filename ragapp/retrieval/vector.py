@@ -8,6 +8,8 @@ The `embedding` column has no fixed dimension, so the index is an expression ind
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -50,6 +52,32 @@ def lock_embedding_index() -> None:
         cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_ADVISORY_LOCK_KEY])
 
 
+def lock_embedding_index_shared() -> None:
+    """Hold off changes to the index model while this transaction writes vectors.
+
+    Writers of vectors share the lock, so ingests run side by side; a re-embed or a model switch
+    (the exclusive holders) waits for them, and they wait for it.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock_shared(%s)", [_ADVISORY_LOCK_KEY])
+
+
+@contextmanager
+def embedding_index_locked() -> Iterator[None]:
+    """Hold the index lock exclusively across many transactions, for a batched re-embed.
+
+    A session-level lock, so it outlives each batch's commit; it is released on leaving the block
+    or, if the process dies, when PostgreSQL closes its connection.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_lock(%s)", [_ADVISORY_LOCK_KEY])
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_unlock(%s)", [_ADVISORY_LOCK_KEY])
+
+
 def drop_hnsw_index() -> None:
     """Drop the HNSW index if it exists."""
     with connection.cursor() as cursor:
@@ -88,10 +116,12 @@ def chunk_vector_search(
     *, query: str, embeddings: EmbeddingProvider, k: int, vector: list[float] | None = None
 ) -> list[ScoredChunk]:
     """The `k` chunks nearest to `query` (or to its `vector`, if given) through the HNSW index."""
-    embedding_index_check(embeddings=embeddings)
     if vector is None:
-        vector = embeddings.embed_query(query)
-    with transaction.atomic():
+        vector = embeddings.embed_query(query)  # before the transaction: it may be slow
+    # The model check and the search in one snapshot: a re-embed that commits in between cannot
+    # pair this query's vector with another model's vectors.
+    with one_snapshot():
+        embedding_index_check(embeddings=embeddings)
         set_ef_search(max(settings.RAG_HNSW_EF_SEARCH, k))
         rows = list(
             Chunk.objects.select_related("document")
@@ -100,3 +130,21 @@ def chunk_vector_search(
             .order_by("distance")[:k]
         )
     return [ScoredChunk(chunk=row, similarity=1.0 - float(row.distance)) for row in rows]
+
+
+@contextmanager
+def one_snapshot():
+    """Every query inside reads the same snapshot of the database.
+
+    Under PostgreSQL's default READ COMMITTED each statement sees what was committed when it
+    started, so the vector and the full-text query of one hybrid search could each see another
+    version of a document being re-ingested (old and new chunks in one result). A read-only
+    REPEATABLE READ transaction gives both queries one snapshot; a read-only transaction never
+    fails to serialise. Inside a caller's transaction the isolation is the caller's to choose.
+    """
+    outermost = not connection.in_atomic_block
+    with transaction.atomic():
+        if outermost:
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        yield

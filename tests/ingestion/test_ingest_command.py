@@ -128,7 +128,7 @@ def test_gzip_compressed_files_are_read(tmp_path):
     assert (document.title, document.format) == ("Manual", "markdown")
 
 
-def test_bad_inputs_are_reported_and_never_abort_the_rest(tmp_path, settings):
+def test_bad_inputs_are_reported_and_never_abort_the_rest(tmp_path, tmp_path_factory, settings):
     settings.RAG_MAX_FILE_BYTES = 1024 * 1024
     (tmp_path / "good.md").write_text("# Good\n\nFine text.\n")
     (tmp_path / "binary.md").write_bytes(b"\x00\x01\x02 not text")
@@ -139,12 +139,14 @@ def test_bad_inputs_are_reported_and_never_abort_the_rest(tmp_path, settings):
     (tmp_path / "corrupt.md.gz").write_bytes(b"\x1f\x8b\x08\x00garbage")
     (tmp_path / "dangling.md").symlink_to(tmp_path / "missing.md")
     # Reading /proc/self/mem at offset 0 fails with EIO: a file that exists but cannot be read.
-    (tmp_path / "unreadable.md").symlink_to("/proc/self/mem")
+    # Named on the command line, since a link inside the tree to outside it is skipped unread.
+    unreadable = tmp_path_factory.mktemp("named") / "unreadable.md"
+    unreadable.symlink_to("/proc/self/mem")
     (tmp_path / "loop").mkdir()
     (tmp_path / "loop" / "again").symlink_to(tmp_path / "loop")
     (tmp_path / "loop" / "inside.md").write_text("# Inside\n\nReached once.\n")
 
-    output, error = ingest_failing(str(tmp_path), str(tmp_path / "does-not-exist"))
+    output, error = ingest_failing(str(tmp_path), str(tmp_path / "does-not-exist"), str(unreadable))
 
     lines = {line.split(": ")[0].split()[-1]: line for line in output.splitlines() if ": " in line}
 

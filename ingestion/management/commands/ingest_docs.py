@@ -9,7 +9,7 @@ from ingestion.report import Outcome
 from ingestion.services import ingest_paths
 from ragapp.providers import get_embeddings
 from ragapp.selectors import EmbeddingMismatchError
-from ragapp.services import embedding_index_reembed
+from ragapp.services.index import ReembedIncompleteError, embedding_index_reembed
 
 
 class Command(BaseCommand):
@@ -64,7 +64,10 @@ class Command(BaseCommand):
 
     def _reembed(self, embeddings):
         self.stdout.write(f"Re-embedding every chunk with {embeddings.model_id} ...")
-        count = embedding_index_reembed(embeddings=embeddings)
+        try:
+            count = embedding_index_reembed(embeddings=embeddings)
+        except ReembedIncompleteError as exc:
+            raise CommandError(str(exc)) from None
         self.stdout.write(self.style.SUCCESS(f"Re-embedded {count} chunks."))
 
     def _summarise(self, report):
