@@ -1,13 +1,15 @@
 """Bytes to text: the encoding (BOM, UTF-8, or a legacy fallback), binary refused, then cleaned up.
 
-Cleaning up means one kind of line ending, no control characters and no trailing spaces, so the
-converters and the chunker never see the differences between editors and platforms.
+Cleaning up means one Unicode form (NFKC, no invisible characters), one kind of line ending, no
+control characters and no trailing spaces, so the converters and the chunker never see the
+differences between editors and platforms.
 """
 
 import codecs
 import re
 
 from ingestion.loaders.errors import LoadError
+from ragapp.graph.text_safety import normalise_unicode
 
 # A NUL byte this early means a binary file, not a text file with one stray byte.
 _SNIFF_BYTES = 8192
@@ -39,7 +41,12 @@ def decode(data: bytes) -> tuple[str, list[str]]:
 
 
 def normalise(text: str) -> str:
-    """*text* with "\\n" line endings only, no control characters and no trailing spaces."""
+    """*text* with "\\n" line endings only, no control characters and no trailing spaces.
+
+    First NFKC without invisible characters: the same normalisation prompts apply to any text they
+    quote, done once here so that stored chunks are what the models read (`text_safety`).
+    """
+    text = normalise_unicode(text)
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     text = text.replace("\u2028", "\n").replace("\u2029", "\n")
     return TRAILING_SPACE.sub("", _CONTROL.sub("", text))
