@@ -121,6 +121,7 @@ def main() -> None:
             "RAG_EMBEDDING_PROVIDER": "fake",
             "RAG_FAKE_CHAT_DELAY_MS": "100",
             "RAG_MAX_CONCURRENT_RUNS": "6",
+            "RAG_MAX_STREAMS_PER_USER": "1000",  # one user holds every stream here
             "RAG_DATA_DIR": str(work / "server"),
         }
         server, base = start_web(env, extra_args=("--limit-concurrency", "2000"))

@@ -392,6 +392,18 @@ if RAG_RUN_STALE_SECONDS < 2 * RAG_RUN_HEARTBEAT_SECONDS:
     )
 # A run still queued after this long will not start (its queue or process was lost): it fails.
 RAG_RUN_QUEUE_TIMEOUT_SECONDS = env_float("RAG_RUN_QUEUE_TIMEOUT_SECONDS", 900.0, minimum=1.0)
+# The longest a run may take. Checked before each step of the graph, so a run stops at most one
+# step late; a run still going after that plus one model call's worst case (its timeout times its
+# attempts) is failed by the sweeper even while its process is alive (hung).
+RAG_RUN_MAX_SECONDS = env_float("RAG_RUN_MAX_SECONDS", 300.0, minimum=1.0)
+# Limits on what one user, and everyone together, may have waiting (docs/deployment.md,
+# "Security"). A local model on two cores serves about one run per 20 s per worker: two active
+# runs per user keep one user from filling the queue, and the queue bound keeps a wait under
+# RAG_RUN_QUEUE_TIMEOUT_SECONDS, past which a queued run fails as never started.
+RAG_MAX_ACTIVE_RUNS_PER_USER = env_int("RAG_MAX_ACTIVE_RUNS_PER_USER", 2, minimum=1)
+RAG_MAX_QUEUED_RUNS = env_int("RAG_MAX_QUEUED_RUNS", 20, minimum=1)
+# Open event streams per user in each web process (a browser tab holds one while a run is live).
+RAG_MAX_STREAMS_PER_USER = env_int("RAG_MAX_STREAMS_PER_USER", 20, minimum=1)
 # The live trace: one eventstream channel per run, read from the TraceEvent table itself.
 EVENTSTREAM_STORAGE_CLASS = "ragapp.trace.stream.TraceEventStorage"
 EVENTSTREAM_CHANNELMANAGER_CLASS = "ragapp.trace.stream.RunChannelManager"

@@ -11,7 +11,7 @@ from django.views.decorators.http import require_http_methods
 from ragapp.forms import AskForm, FeedbackForm, HistoryFilterForm
 from ragapp.models import QueryRun
 from ragapp.rendering import render_markdown, render_plain
-from ragapp.runs.submit import run_submit
+from ragapp.runs.submit import RunLimitReached, run_submit
 from ragapp.selectors import (
     chunk_get,
     database_status,
@@ -52,14 +52,20 @@ def run_events(request, run_id):
 def ask(request):
     """The question box, example questions and the user's recent runs; POST starts a run."""
     form = AskForm(request.POST or None)
+    status = 200
     if request.method == "POST" and form.is_valid():
-        run = run_submit(query=form.cleaned_data["query"], owner=request.user)
-        return redirect("run-detail", run_id=run.pk)
+        try:
+            run = run_submit(query=form.cleaned_data["query"], owner=request.user)
+        except RunLimitReached as exc:
+            form.add_error("query", str(exc))  # the question stays in the box for later
+            status = 429
+        else:
+            return redirect("run-detail", run_id=run.pk)
     return render(
         request,
         "ragapp/ask.html",
         {"form": form, "examples": example_questions(), "runs": recent_runs(user=request.user)},
-        status=400 if form.errors else 200,
+        status=400 if status == 200 and form.errors else status,
     )
 
 

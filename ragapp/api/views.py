@@ -16,7 +16,7 @@ from drf_spectacular.utils import (
 from rest_framework import generics, serializers, status
 from rest_framework.authtoken.serializers import AuthTokenSerializer
 from rest_framework.authtoken.views import ObtainAuthToken
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import Throttled, ValidationError
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.response import Response
@@ -38,7 +38,7 @@ from ragapp.api.throttles import (
     TokenObtainThrottle,
     TokenUsernameThrottle,
 )
-from ragapp.runs.submit import run_submit
+from ragapp.runs.submit import RunLimitReached, run_submit
 from ragapp.selectors import (
     run_events_list,
     run_trace_complete,
@@ -94,7 +94,11 @@ class RagView(SseCapableMixin, APIView):
             (200, "text/event-stream"): SSE_RESPONSE,
             400: OpenApiResponse(description="Empty, too long or not text (field messages)."),
             413: OpenApiResponse(description="The body is over DATA_UPLOAD_MAX_MEMORY_SIZE."),
-            429: OpenApiResponse(description="Too many runs (RAG_API_RUN_RATE); see Retry-After."),
+            429: OpenApiResponse(
+                description="Too many runs (RAG_API_RUN_RATE), too many of yours still active "
+                "(RAG_MAX_ACTIVE_RUNS_PER_USER), or the queue is full (RAG_MAX_QUEUED_RUNS); "
+                "see Retry-After."
+            ),
             **{k: v for k, v in ERRORS.items() if k != 404},
         },
         examples=[OpenApiExample("A question", value={"query": "How do I re-embed the docs?"})],
@@ -102,7 +106,10 @@ class RagView(SseCapableMixin, APIView):
     def post(self, request):
         query = QuerySerializer(data=request.data)
         query.is_valid(raise_exception=True)
-        run = run_submit(query=query.validated_data["query"], owner=request.user)
+        try:
+            run = run_submit(query=query.validated_data["query"], owner=request.user)
+        except RunLimitReached as exc:
+            raise Throttled(wait=exc.retry_after, detail=str(exc)) from exc
         if self.wants_stream(request):
             return run_event_stream(request._request, run.pk, after=0, close_on_done=True)
         body = RunCreatedSerializer(run, context={"request": request}).data

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -91,3 +92,18 @@ class GraphContext:
     limits: GraphLimits = field(default_factory=GraphLimits)
     usage: Usage = field(default_factory=Usage)
     timings: dict[str, float] = field(default_factory=dict)  # node -> total ms
+    # time.monotonic() by which the run must be done (RAG_RUN_MAX_SECONDS); None: no limit.
+    deadline: float | None = None
+    max_seconds: float | None = None  # the limit the deadline came from, for the message
+
+    def check_deadline(self, step: str) -> None:
+        """Raise RunTimeLimitExceeded if the run's time is up, before it starts `step`."""
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise RunTimeLimitExceeded(
+                f"The run took longer than its limit of {self.max_seconds:.0f} s "
+                f"(RAG_RUN_MAX_SECONDS) and was stopped before {step}."
+            )
+
+
+class RunTimeLimitExceeded(Exception):
+    """The run passed RAG_RUN_MAX_SECONDS; the runner fails it with this message."""

@@ -23,6 +23,7 @@ from ragapp.trace.kinds import EventKind
 
 @contextmanager
 def _timed(ctx: GraphContext, node: str):
+    ctx.check_deadline(node)  # every step starts within the run's time, or not at all
     started = time.perf_counter()
     timing = {"ms": 0.0}
     try:
@@ -158,6 +159,7 @@ def _prefiltered(doc: RetrievedDoc, floor: float) -> DocGrade:
 
 
 def _grade_one(ctx: GraphContext, question: str, context: list[RetrievedDoc], n: int) -> DocGrade:
+    ctx.check_deadline(f"grading document {n}")  # grading is the longest step: check per call
     verdict = judge_relevance(ctx.models, question, context, n, usage=ctx.usage)
     score = min(1.0, max(0.0, float(verdict.score)))
     return DocGrade(

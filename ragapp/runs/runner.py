@@ -94,6 +94,8 @@ def _execute(run, emitter, *, models, retriever, limits) -> None:
             or build_retriever(mode=settings.RAG_RETRIEVAL_MODE, embeddings=embeddings),
             emitter=emitter,
             limits=limits or limits_from_settings(),
+            deadline=time.monotonic() + settings.RAG_RUN_MAX_SECONDS,
+            max_seconds=settings.RAG_RUN_MAX_SECONDS,
         )
         final = build_graph().invoke(
             {

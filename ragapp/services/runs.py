@@ -114,21 +114,34 @@ def runs_heartbeat(*, run_ids) -> int:
     )
 
 
+def hung_after_seconds() -> float:
+    """How long after it started a run counts as hung although its process still beats.
+
+    The runner stops a run at the first step after RAG_RUN_MAX_SECONDS; one model call already
+    under way may still take its timeout for each of its attempts.
+    """
+    one_call = settings.RAG_LLM_TIMEOUT * (settings.RAG_LLM_MAX_RETRIES + 1)
+    return settings.RAG_RUN_MAX_SECONDS + one_call
+
+
 def runs_fail_lost(*, publish=None) -> list[QueryRun]:
     """Fail the runs whose process is gone, saying why; return them.
 
     A running run whose heartbeat is older than RAG_RUN_STALE_SECONDS lost the process executing
     it (killed, crashed, its machine gone); a run queued longer than
-    RAG_RUN_QUEUE_TIMEOUT_SECONDS lost its queue. Each gets an `error` then a `done` event after
+    RAG_RUN_QUEUE_TIMEOUT_SECONDS lost its queue; a running run older than `hung_after_seconds`
+    hung, even if its process still beats. Each gets an `error` then a `done` event after
     the events it already has, so its stream closes and its trace says what happened. Any process
     may call this: the conditional status update lets exactly one of them fail each run.
     """
     now = timezone.now()
     stale = now - timedelta(seconds=settings.RAG_RUN_STALE_SECONDS)
+    overdue = now - timedelta(seconds=hung_after_seconds())
     unfinished = QueryRun.objects.filter(status__in=(Status.QUEUED, Status.RUNNING))
     lost = unfinished.filter(
         Q(status=Status.RUNNING, heartbeat_at__lt=stale)
         | Q(status=Status.RUNNING, heartbeat_at__isnull=True, started_at__lt=stale)
+        | Q(status=Status.RUNNING, started_at__lt=overdue)
         | Q(
             status=Status.QUEUED,
             created_at__lt=now - timedelta(seconds=settings.RAG_RUN_QUEUE_TIMEOUT_SECONDS),
@@ -136,7 +149,13 @@ def runs_fail_lost(*, publish=None) -> list[QueryRun]:
     )
     failed = []
     for run in lost.only("pk", "status", "heartbeat_at", "started_at", "created_at"):
-        if run.status == Status.RUNNING:
+        if run.status == Status.RUNNING and run.started_at and run.started_at < overdue:
+            error = (
+                f"The run was still going {(now - run.started_at).total_seconds():.0f} s after it "
+                f"started, past its limit of {settings.RAG_RUN_MAX_SECONDS:.0f} s "
+                "(RAG_RUN_MAX_SECONDS) and the longest one model call may take: it hung."
+            )
+        elif run.status == Status.RUNNING:
             seen = run.heartbeat_at or run.started_at
             error = (
                 "The process executing this run stopped (no heartbeat for "

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 import uuid
+from collections import Counter
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import connection
 from django.http import HttpRequest, HttpResponse
@@ -193,12 +196,54 @@ def run_event_stream(
     else:
         request.META["HTTP_LAST_EVENT_ID"] = f"{channel}:{resume}"
     release_connection()  # the stream may stay open for minutes: do not hold a pooled connection
-    response = events(request, channels=[channel])
-    if response.streaming:
-        response.streaming_content = once_in_order(
-            response.streaming_content, channel, resume or 0, close_on_done=close_on_done
+    user_id = getattr(getattr(request, "user", None), "pk", None)
+    if not open_streams.take(user_id, limit=settings.RAG_MAX_STREAMS_PER_USER):
+        response = HttpResponse(
+            f"You have {settings.RAG_MAX_STREAMS_PER_USER} live traces open; close one first.",
+            status=429,
+            content_type="text/plain",
         )
+        response["Retry-After"] = "10"
+        return response
+    response = events(request, channels=[channel])
+    if not response.streaming:
+        open_streams.give_back(user_id)
+        return response
+    response.streaming_content = once_in_order(
+        response.streaming_content, channel, resume or 0, close_on_done=close_on_done
+    )
+    # Django closes every response it sent, or began to send, exactly once, a client that left
+    # early included; the generator's own `finally` would not run for a stream never iterated.
+    response._resource_closers.append(lambda: open_streams.give_back(user_id))
     return response
+
+
+class StreamSlots:
+    """Open streams per user in this process, so one user cannot hold every connection."""
+
+    def __init__(self):
+        self._open: Counter = Counter()
+        self._lock = threading.Lock()
+
+    def take(self, user_id, *, limit: int) -> bool:
+        with self._lock:
+            if self._open[user_id] >= limit:
+                return False
+            self._open[user_id] += 1
+            return True
+
+    def give_back(self, user_id) -> None:
+        with self._lock:
+            self._open[user_id] -= 1
+            if self._open[user_id] <= 0:
+                del self._open[user_id]
+
+    def count(self, user_id) -> int:
+        with self._lock:
+            return self._open[user_id]
+
+
+open_streams = StreamSlots()
 
 
 def _seq_of(block: str, channel: str) -> int | None:

@@ -2,6 +2,8 @@
 
 import json
 import re
+import time
+from contextlib import ExitStack
 
 import httpx
 import pytest
@@ -93,3 +95,29 @@ def test_the_stream_of_a_finished_run_ends_and_then_says_204(server):
         f"/runs/{run_id}/events/", headers={"Last-Event-ID": f"run-{run_id}:{total}"}
     )
     assert after_done.status_code == 204
+
+
+@pytest.mark.parametrize("server", [{"RAG_MAX_STREAMS_PER_USER": "2"}], indirect=True)
+def test_a_user_holds_at_most_the_capped_number_of_streams(server, django_user_model):
+    from ragapp.services import run_create
+
+    client = signed_in(server)
+    # A queued run nobody executes: its stream stays open, waiting for live events.
+    run = run_create(query="waiting", owner=django_user_model.objects.get(username="alice"))
+    url, sse = f"/runs/{run.pk}/events/", {"Accept": "text/event-stream"}
+    with ExitStack() as first, ExitStack() as second:
+        assert first.enter_context(client.stream("GET", url, headers=sse)).status_code == 200
+        assert second.enter_context(client.stream("GET", url, headers=sse)).status_code == 200
+        refused = client.get(url, headers=sse)
+        assert refused.status_code == 429 and "close one first" in refused.text
+        assert refused.headers["Retry-After"]
+
+        first.close()  # the browser tab closes: its slot comes back once the server sees it
+        statuses = []
+        for _ in range(100):
+            with client.stream("GET", url, headers=sse) as again:
+                statuses.append(again.status_code)
+            if statuses[-1] == 200:
+                break
+            time.sleep(0.1)
+        assert statuses[-1] == 200, statuses

@@ -100,3 +100,22 @@ def test_a_run_that_cannot_be_queued_fails_visibly(settings):
     assert run.status == QueryRun.Status.FAILED
     assert run.error.startswith("The run could not be queued")
     assert list(run.events.values_list("kind", flat=True)) == ["error", "done"]
+
+
+def test_a_hung_run_is_failed_even_while_its_process_beats(settings):
+    from ragapp.services.runs import hung_after_seconds
+
+    settings.RAG_RUN_STALE_SECONDS = 30
+    settings.RAG_RUN_MAX_SECONDS = 60
+    settings.RAG_LLM_TIMEOUT, settings.RAG_LLM_MAX_RETRIES = 10, 1
+    assert hung_after_seconds() == 80  # the limit, plus one model call's two attempts
+    hung, slow = started_run(0), started_run(0)  # both beat right now
+    QueryRun.objects.filter(pk=hung.pk).update(started_at=timezone.now() - timedelta(seconds=81))
+    QueryRun.objects.filter(pk=slow.pk).update(started_at=timezone.now() - timedelta(seconds=70))
+
+    assert [run.pk for run in runs_fail_lost()] == [hung.pk]
+    hung.refresh_from_db()
+    assert hung.status == QueryRun.Status.FAILED
+    assert "past its limit of 60 s (RAG_RUN_MAX_SECONDS)" in hung.error and "hung" in hung.error
+    slow.refresh_from_db()
+    assert slow.status == QueryRun.Status.RUNNING

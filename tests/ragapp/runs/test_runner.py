@@ -61,3 +61,23 @@ def test_the_error_event_keeps_the_cause_and_withholds_the_address(knowledge_bas
     assert "http://10.9.8.7:6333/collections" in run.error  # whole, for staff
     assert "no route to the vector store" in error_event.payload["message"]
     assert "10.9.8.7" not in error_event.payload["message"]
+
+
+def test_a_run_past_its_time_limit_fails_with_the_reason_in_its_trace(
+    knowledge_base, fake_chat, settings
+):
+    from ragapp.providers.chat import clear_chat_models_cache
+
+    settings.RAG_RUN_MAX_SECONDS = 1.0
+    settings.RAG_FAKE_CHAT_DELAY_MS = 600  # each model call; a run makes three or more
+    clear_chat_models_cache()
+    run = execute_run(run_create(query="How do I set up alpha?"))
+
+    run.refresh_from_db()
+    kinds = list(run.events.order_by("seq").values_list("kind", flat=True))
+    assert run.status == QueryRun.Status.FAILED
+    assert "longer than its limit of 1 s (RAG_RUN_MAX_SECONDS)" in run.error
+    assert kinds[0] == "retrieve" and kinds[-2:] == ["error", "done"]
+    assert "answer" not in kinds
+    message = run.events.get(kind="error").payload["message"]
+    assert "RAG_RUN_MAX_SECONDS" in message
