@@ -93,6 +93,10 @@ def deployment(kind: str, workdir: Path, args) -> Topology:
         "RAG_EMBEDDING_PROVIDER": "fake",
         "RAG_FAKE_CHAT_DELAY_MS": str(args.delay_ms),
         "RAG_API_RUN_RATE": "off",
+        # One benchmark user submits every run: the per-user and queue limits would refuse them.
+        "RAG_MAX_ACTIVE_RUNS_PER_USER": "1000000",
+        "RAG_MAX_QUEUED_RUNS": "1000000",
+        "RAG_MAX_STREAMS_PER_USER": "1000000",
     }
     if kind == "single":
         env |= {

@@ -79,6 +79,17 @@ def fake_chat(settings):
     clear_chat_models_cache()
 
 
+@pytest.fixture(autouse=True)
+def roomy_submission_limits(settings):
+    """Tests that start many runs as one user are not about the limits on doing so.
+
+    In most tests a submitted run is never executed, so it stays queued and would count against
+    RAG_MAX_ACTIVE_RUNS_PER_USER; tests/ragapp/runs/test_submit.py sets the limits it tests.
+    """
+    settings.RAG_MAX_ACTIVE_RUNS_PER_USER = 1000
+    settings.RAG_MAX_QUEUED_RUNS = 1000
+
+
 @pytest.fixture
 def fresh_cache():
     """An empty default cache (rate-limit counts, cached health figures) before and after."""
