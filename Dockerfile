@@ -11,7 +11,12 @@ RUN pip install --no-cache-dir uv
 WORKDIR /app
 COPY pyproject.toml uv.lock .python-version ./
 RUN uv sync --frozen --no-dev --no-install-project
+# .dockerignore keeps local state out: .data (the generated secret key, the embedded database with
+# its users and runs), .venv, .git, caches and test artifacts.
 COPY . .
+# Never a debug page in the image (it shows settings to whoever makes a request fail); set here
+# rather than relying on the settings' default, so the image says what it runs with.
+ENV DJANGO_DEBUG=false
 # Static files are collected into the image and served by WhiteNoise from every web process.
 ENV DJANGO_STATIC_ROOT=/app/staticfiles
 RUN DJANGO_SECRET_KEY=build-only python manage.py collectstatic --noinput -v 0

@@ -12,6 +12,7 @@ from urllib.parse import unquote, urlsplit
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.csp import CSP
 from psycopg_pool import ConnectionPool
 
 # The model providers' declarations: plain data, so importing it sets nothing up.
@@ -110,16 +111,33 @@ RAG_DATA_DIR = Path(env_str("RAG_DATA_DIR", str(BASE_DIR / ".data"))).expanduser
 
 # --- Core Django -------------------------------------------------------------------------------
 
-DEBUG = env_bool("DJANGO_DEBUG", True)
+# Off unless asked for: a debug page shows settings and code to whoever triggers an error (a wrong
+# Host header is enough). `manage.py serve` refuses it on any address but loopback.
+DEBUG = env_bool("DJANGO_DEBUG", False)
+ALLOWED_HOSTS = [
+    h.strip()
+    for h in env_str("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]").split(",")
+    if h.strip()
+]
+# Served only under this machine's own names (the default): a local process, such as `serve` on
+# 127.0.0.1 or the tests' servers. No one reaches it by a public name, so there is no TLS to
+# insist on and no other host to share a key with: plain HTTP and a key generated into
+# RAG_DATA_DIR are the working defaults. Naming a real host makes it a deployment, which must
+# bring its own key and defaults to HTTPS.
+LOOPBACK_HOST_NAMES = frozenset({"localhost", "127.0.0.1", "[::1]"})
+SERVED_ON_LOOPBACK_ONLY = set(ALLOWED_HOSTS) <= LOOPBACK_HOST_NAMES
 
 
 def _secret_key() -> str:
     key = os.environ.get("DJANGO_SECRET_KEY", "").strip()
     if key:
         return key
-    if not DEBUG:
-        raise ImproperlyConfigured("DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is false.")
-    # Development convenience: one random key per data dir, so sessions survive restarts.
+    if not (DEBUG or SERVED_ON_LOOPBACK_ONLY):
+        raise ImproperlyConfigured(
+            "DJANGO_SECRET_KEY must be set when DJANGO_ALLOWED_HOSTS names a host other than "
+            "localhost, 127.0.0.1 or [::1]."
+        )
+    # Local convenience: one random key per data dir, so sessions survive restarts.
     key_file = RAG_DATA_DIR / "secret_key"
     if key_file.exists():
         return key_file.read_text().strip()
@@ -131,19 +149,17 @@ def _secret_key() -> str:
 
 
 SECRET_KEY = _secret_key()
-ALLOWED_HOSTS = [
-    h.strip()
-    for h in env_str("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]").split(",")
-    if h.strip()
-]
+# Error reports (the debug page, mailed reports) also hide passwords inside URL-valued settings
+# such as DATABASE_URL, which Django's own filter shows because their names look harmless.
+DEFAULT_EXCEPTION_REPORTER_FILTER = "config.error_reports.UrlCredentialsFilter"
 
 # --- Transport security ---------------------------------------------------------------------
 
 # Trusted reverse proxies in front of the app (0: clients connect directly). Used for client
 # addresses (rate limits) and for the scheme a proxy reports.
 NUM_PROXIES = env_int("DJANGO_NUM_PROXIES", 0)
-# Served over HTTPS (by this process or a proxy): on by default in production.
-HTTPS = env_bool("DJANGO_HTTPS", not DEBUG)
+# Served over HTTPS (by this process or a proxy): on by default once a real host is named.
+HTTPS = env_bool("DJANGO_HTTPS", not (DEBUG or SERVED_ON_LOOPBACK_ONLY))
 SECURE_SSL_REDIRECT = HTTPS
 # Load balancers probe over plain HTTP inside the network; a redirect would fail their check.
 SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
@@ -156,6 +172,21 @@ SECURE_HSTS_PRELOAD = HTTPS
 CSRF_TRUSTED_ORIGINS = [
     o.strip() for o in env_str("DJANGO_CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()
 ]
+# Content-Security-Policy on every response: scripts, styles and everything else from this site
+# only, and no inline script or style, so markup that slips into a page (an answer, a document)
+# cannot run. The portal's scripts are files under static/; its data rides in json_script tags,
+# which are not executed. The API docs pages need more and set their own (ragapp/api/views.py).
+SECURE_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF],
+    "style-src": [CSP.SELF],
+    "img-src": [CSP.SELF, "data:"],
+    "connect-src": [CSP.SELF],
+    "object-src": [CSP.NONE],
+    "base-uri": [CSP.NONE],
+    "form-action": [CSP.SELF],
+    "frame-ancestors": [CSP.NONE],
+}
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -177,6 +208,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -255,6 +287,14 @@ USE_TZ = True
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "ask"
 LOGOUT_REDIRECT_URL = "login"
+# Failed password checks (portal and admin sign-in, password change, POST /api/token), counted in
+# the default cache in fixed windows (ragapp/sign_in_throttle.py). Per username *from one client
+# address*, so guessing at an account from elsewhere never locks its owner out; per address over
+# all usernames, so one client cannot spread its guesses. A short window: a blocked person waits
+# minutes, while a guesser gets about 20 tries per 5 minutes per address.
+RAG_LOGIN_WINDOW_SECONDS = env_int("RAG_LOGIN_WINDOW_SECONDS", 300, minimum=1)
+RAG_LOGIN_FAILURES_PER_USERNAME = env_int("RAG_LOGIN_FAILURES_PER_USERNAME", 5, minimum=1)
+RAG_LOGIN_FAILURES_PER_IP = env_int("RAG_LOGIN_FAILURES_PER_IP", 20, minimum=1)
 
 STATIC_URL = "static/"
 STATIC_ROOT = Path(env_str("DJANGO_STATIC_ROOT", str(RAG_DATA_DIR / "staticfiles")))
@@ -462,6 +502,9 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "OAS_VERSION": "3.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # The schema maps every endpoint and field: for signed-in or token users, not for anyone who
+    # finds the site (publish `manage.py spectacular --file` where it should be public).
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     "COMPONENT_SPLIT_REQUEST": True,
     # The interactive docs load their scripts from this server, never from a CDN.
     "SWAGGER_UI_DIST": "SIDECAR",

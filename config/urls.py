@@ -3,7 +3,10 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from ragapp import views
+from ragapp import sign_in_throttle, views
+
+# Password checks are throttled (ragapp/sign_in_throttle.py); the admin's is through its form.
+admin.site.login_form = sign_in_throttle.AdminSignInForm
 
 urlpatterns = [
     path("", views.ask, name="ask"),
@@ -13,6 +16,11 @@ urlpatterns = [
     path("runs/<uuid:run_id>/feedback/", views.run_feedback, name="run-feedback"),
     path("history/", views.history, name="history"),
     path("chunks/<int:chunk_id>/", views.chunk_detail, name="chunk-detail"),
+    # Before the auth and admin routes for the same paths: these count failed password checks
+    # and answer 429 while a client is blocked.
+    path("accounts/login/", sign_in_throttle.portal_login, name="login"),
+    path("accounts/password_change/", sign_in_throttle.password_change, name="password_change"),
+    path("admin/login/", sign_in_throttle.admin_login),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
     path("api/", include("ragapp.api.urls")),

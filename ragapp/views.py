@@ -28,11 +28,17 @@ from ragapp.trace.stream import event_message, follow_run, release_connection
 
 
 def healthz(request):
-    """Liveness and database reachability, for load balancers and the run script."""
+    """Liveness and database reachability, for load balancers and the run script.
+
+    The status code and `status` are for anyone; which database error it was is for signed-in
+    users only (GET /api/rag has the full detail).
+    """
     database = database_status()
-    if database["status"] != "ok":
-        return JsonResponse({"status": "error", "database": database["error"]}, status=503)
-    return JsonResponse({"status": "ok", "database": "ok"})
+    healthy = database["status"] == "ok"
+    body = {"status": "ok" if healthy else "error"}
+    if request.user.is_authenticated:
+        body["database"] = "ok" if healthy else database["error"]
+    return JsonResponse(body, status=200 if healthy else 503)
 
 
 def run_events(request, run_id):

@@ -41,10 +41,11 @@ class RunCreationThrottle(_CacheOutage, UserRateThrottle):
 
 
 class TokenObtainThrottle(_CacheOutage, SimpleRateThrottle):
-    """Password attempts per client address (RAG_API_TOKEN_RATE).
+    """Token requests per client address, right password or wrong (RAG_API_TOKEN_RATE).
 
-    While the cache is down, attempts are refused (429): uncounted password guessing is not
-    let through.
+    Failed ones are also counted with the portal's and the admin's sign-ins, per address and per
+    username from that address (ragapp/sign_in_throttle.py). While the cache is down, attempts
+    are refused (429): uncounted password guessing is not let through.
     """
 
     scope = "token"
@@ -54,15 +55,3 @@ class TokenObtainThrottle(_CacheOutage, SimpleRateThrottle):
 
     def get_cache_key(self, request, view):
         return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
-
-
-class TokenUsernameThrottle(TokenObtainThrottle):
-    """Password attempts per username, from any number of addresses (RAG_API_TOKEN_RATE)."""
-
-    scope = "token-user"
-
-    def get_cache_key(self, request, view):
-        username = request.data.get("username") if hasattr(request.data, "get") else None
-        if not isinstance(username, str) or not username:
-            return None  # nothing to guess at; the serializer rejects the request
-        return self.cache_format % {"scope": self.scope, "ident": username.lower()[:150]}

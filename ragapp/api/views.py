@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.shortcuts import get_object_or_404
+from django.utils.csp import CSP
+from django.views.decorators.csp import csp_override
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiExample,
@@ -13,6 +16,7 @@ from drf_spectacular.utils import (
     extend_schema_view,
     inline_serializer,
 )
+from drf_spectacular.views import SpectacularRedocView, SpectacularSwaggerSplitView
 from rest_framework import generics, serializers, status
 from rest_framework.authtoken.serializers import AuthTokenSerializer
 from rest_framework.authtoken.views import ObtainAuthToken
@@ -33,11 +37,7 @@ from ragapp.api.serializers import (
     RunFilterSerializer,
     RunSerializer,
 )
-from ragapp.api.throttles import (
-    RunCreationThrottle,
-    TokenObtainThrottle,
-    TokenUsernameThrottle,
-)
+from ragapp.api.throttles import RunCreationThrottle, TokenObtainThrottle
 from ragapp.runs.submit import RunLimitReached, run_submit
 from ragapp.selectors import (
     run_events_list,
@@ -47,6 +47,7 @@ from ragapp.selectors import (
     system_health,
 )
 from ragapp.services import feedback_submit
+from ragapp.sign_in_throttle import SignInAttempt
 from ragapp.trace.stream import event_message, follow_run, run_event_stream
 
 ERRORS = {
@@ -63,7 +64,7 @@ def _visible_run(request, run_id):
 
 
 class RagView(SseCapableMixin, APIView):
-    """`GET`: health, open to all. `POST`: ask a question (202, or the live trace as SSE)."""
+    """`GET`: health (its detail for users only). `POST`: ask a question (202, or SSE)."""
 
     def get_permissions(self):
         return [AllowAny()] if self.request.method == "GET" else [IsAuthenticated()]
@@ -74,15 +75,22 @@ class RagView(SseCapableMixin, APIView):
     @extend_schema(
         operation_id="health",
         summary="Health: database, knowledge base and models (no key or model needed)",
+        description=(
+            "Anyone gets `status` (`ok`, `degraded` or `error`). Signed-in and token users also "
+            "get the detail: `database`, `index`, `providers` and `models_ready`."
+        ),
         responses={
             200: OpenApiTypes.OBJECT,
             503: OpenApiResponse(OpenApiTypes.OBJECT, description="The database does not answer."),
         },
-        auth=[],
     )
     def get(self, request):
         health = system_health()
         code = status.HTTP_503_SERVICE_UNAVAILABLE if health["status"] == "error" else 200
+        if not request.user.is_authenticated:
+            # Model names, provider settings, index size and database errors map the deployment
+            # for an attacker; a load balancer or uptime monitor needs only the status.
+            health = {"status": health["status"]}
         return Response(health, status=code)
 
     @extend_schema(
@@ -225,6 +233,24 @@ class RunFeedbackView(APIView):
         return Response(FeedbackSerializer(feedback).data, status=201)
 
 
+class CountedAuthTokenSerializer(AuthTokenSerializer):
+    """The password check is a sign-in attempt, counted with the portal's and the admin's."""
+
+    def validate(self, attrs):
+        # Both fields are required, so reaching here means a password is about to be checked.
+        attempt = SignInAttempt(self.context["request"], attrs["username"])
+        refusal = attempt.refusal()
+        if refusal:
+            raise Throttled(wait=refusal.retry_after, detail=f"{refusal.reason}.")
+        try:
+            attrs = super().validate(attrs)
+        except ValidationError:
+            attempt.record(authenticated=False)
+            raise
+        attempt.record(authenticated=True)
+        return attrs
+
+
 @extend_schema_view(
     post=extend_schema(
         operation_id="token",
@@ -233,7 +259,11 @@ class RunFeedbackView(APIView):
         responses={
             200: inline_serializer("Token", {"token": serializers.CharField()}),
             400: OpenApiResponse(description="Wrong or missing username or password."),
-            429: OpenApiResponse(description="Too many attempts (RAG_API_TOKEN_RATE)."),
+            429: OpenApiResponse(
+                description="Too many attempts from your address (RAG_API_TOKEN_RATE), or too "
+                "many failed ones (RAG_LOGIN_FAILURES_PER_IP, RAG_LOGIN_FAILURES_PER_USERNAME); "
+                "see Retry-After."
+            ),
         },
         auth=[],
     )
@@ -241,4 +271,27 @@ class RunFeedbackView(APIView):
 class TokenView(ObtainAuthToken):
     """Exchange a username and password for the user's API token (created on first use)."""
 
-    throttle_classes = [TokenObtainThrottle, TokenUsernameThrottle]
+    serializer_class = CountedAuthTokenSerializer
+    # Attempts per address, right or wrong; failures are counted by the serializer. No limit per
+    # username alone: guessing from elsewhere would lock the account's owner out.
+    throttle_classes = [TokenObtainThrottle]
+
+
+# The interactive API docs: drf-spectacular's pages, their assets from drf-spectacular-sidecar.
+# For signed-in users, like the schema they read (SPECTACULAR_SETTINGS["SERVE_PERMISSIONS"]); a
+# browser that is not signed in goes to the sign-in page. Their scripts stay this site's files
+# only, as everywhere (the Swagger page is the "split" one, which loads its start-up script from
+# a URL instead of inlining it), but Swagger UI and Redoc style themselves with inline <style>,
+# and Redoc runs its search in a worker made from a blob: URL: these pages allow those two.
+# (Leave SPECTACULAR_SETTINGS["REDOC_UI_SETTINGS"] unset: with it, redoc.html inlines a script.)
+API_DOCS_CSP = {
+    **settings.SECURE_CSP,
+    "style-src": [CSP.SELF, CSP.UNSAFE_INLINE],
+    "worker-src": [CSP.SELF, "blob:"],
+}
+api_docs = login_required(
+    csp_override(API_DOCS_CSP)(SpectacularSwaggerSplitView.as_view(url_name="api-schema"))
+)
+api_redoc = login_required(
+    csp_override(API_DOCS_CSP)(SpectacularRedocView.as_view(url_name="api-schema"))
+)

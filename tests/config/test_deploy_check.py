@@ -37,7 +37,14 @@ def test_check_deploy_is_clean_in_production_settings(tmp_path):
 
 
 def test_production_refuses_to_start_without_a_secret_key(tmp_path):
-    env = {**os.environ, "DJANGO_DEBUG": "false", "RAG_DATA_DIR": str(tmp_path)}
+    # A named host is what makes it production: served under localhost names only, a key is
+    # generated into RAG_DATA_DIR instead (tests/config/test_safe_defaults.py).
+    env = {
+        **os.environ,
+        "DJANGO_DEBUG": "false",
+        "DJANGO_ALLOWED_HOSTS": "docs.example.com",
+        "RAG_DATA_DIR": str(tmp_path),
+    }
     env.pop("DJANGO_SECRET_KEY", None)
     result = subprocess.run(
         [sys.executable, "manage.py", "check"],
@@ -48,4 +55,5 @@ def test_production_refuses_to_start_without_a_secret_key(tmp_path):
         timeout=120,
     )
     assert result.returncode != 0
-    assert "DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is false" in result.stderr
+    assert "DJANGO_SECRET_KEY must be set when DJANGO_ALLOWED_HOSTS names a host" in result.stderr
+    assert not (tmp_path / "secret_key").exists()

@@ -46,6 +46,9 @@ def sign_in(page, server: str) -> None:
     page.click("button[type=submit]")
 
 
+# Each model call takes a second, so the run is still going when the page first looks, even on
+# a busy machine: a run that ended before the page loaded would show its trace from the database.
+@pytest.mark.parametrize("server", [{"RAG_FAKE_CHAT_DELAY_MS": "1000"}], indirect=True)
 def test_ask_watch_the_trace_live_then_replay(server, browser):
     page = browser.new_page()
     sign_in(page, server)

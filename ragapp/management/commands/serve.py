@@ -1,9 +1,11 @@
 """`manage.py serve`: set up and run the product in one command."""
 
+import ipaddress
+
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 from ragapp.selectors import knowledge_base_stats
 
@@ -22,6 +24,17 @@ class Command(BaseCommand):
         parser.add_argument(
             "--no-ingest", action="store_true", help="never ingest docs/, even into an empty index"
         )
+
+    def execute(self, *args, **options):
+        # A debug page shows settings and code to whoever can make a request fail, so it is for
+        # this machine's own browser only. Checked before the system checks, which already open
+        # the database: a refused start has started nothing.
+        if settings.DEBUG and not is_loopback(options["host"]):
+            raise CommandError(
+                f"DJANGO_DEBUG is true: serve only binds 127.0.0.1, ::1 or localhost then, not "
+                f"{options['host']!r}. Unset DJANGO_DEBUG to serve on other addresses."
+            )
+        return super().execute(*args, **options)
 
     def handle(self, *args, host, port, workers, no_ingest, **options):
         call_command("migrate", interactive=False, verbosity=max(options["verbosity"] - 1, 0))
@@ -48,6 +61,11 @@ class Command(BaseCommand):
                 )
             )
         self.stdout.write(f"Serving on http://{host}:{port}/ (admin at /admin/)")
+        self.stdout.write(
+            "Debug mode is on (DJANGO_DEBUG=true): error pages show code and settings."
+            if settings.DEBUG
+            else "Debug mode is off (DJANGO_DEBUG=true shows detailed error pages, on loopback)."
+        )
         import uvicorn
 
         uvicorn.run(
@@ -58,3 +76,13 @@ class Command(BaseCommand):
             log_level=settings.LOGGING["root"]["level"].lower(),
             lifespan="off",
         )
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` (a --host value) is an address only this machine can reach."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:  # a host name other than localhost: it may resolve to anything
+        return False

@@ -1,6 +1,7 @@
 """The OpenAPI schema: valid, true to the events the graph really emits, and fuzzed live."""
 
 import json
+import re
 import subprocess
 from io import StringIO
 
@@ -33,8 +34,14 @@ def test_the_schema_passes_drf_spectaculars_validation_without_warnings(tmp_path
 
 
 @pytest.fixture
-def openapi(client) -> dict:
-    response = client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
+def member(client, users):
+    client.force_login(users["other"])
+    return client
+
+
+@pytest.fixture
+def openapi(member) -> dict:
+    response = member.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
     assert response.status_code == 200
     return json.loads(response.content)
 
@@ -121,15 +128,55 @@ def test_schemathesis_finds_no_server_error_against_the_live_server(server, tmp_
     assert "No issues found" in result.stdout or "passed" in result.stdout, result.stdout[-3000:]
 
 
-def test_the_interactive_docs_load_their_scripts_from_this_server(client):
-    import re
-
-    page = client.get("/api/docs/")
+def test_the_interactive_docs_load_their_scripts_from_this_server(member):
+    page = member.get("/api/docs/")
     assert page.status_code == 200
     assets = re.findall(r'(?:src|href)="([^"]+)"', page.content.decode())
+    # The page's own start-up script, served from its URL rather than inline, then the sidecar's
+    # files (closing a file response ends the request, and the test's database connection).
+    assets.remove("/api/docs/?script=")
+    script = member.get("/api/docs/?script=")
+    assert script.status_code == 200 and script["Content-Type"] == "application/javascript"
+    assert b"SwaggerUIBundle" in script.content
+    assert member.get("/api/redoc/").status_code == 200
     assert assets and all(a.startswith("/static/drf_spectacular_sidecar/") for a in assets)
     for asset in assets:
-        response = client.get(asset)
+        response = member.get(asset)
         assert response.status_code == 200, asset
         response.close()
-    assert client.get("/api/redoc/").status_code == 200
+
+
+@pytest.mark.parametrize("url", ["/api/docs/", "/api/redoc/"])
+def test_the_docs_pages_run_no_inline_script_and_allow_only_what_they_need(member, url):
+    page = member.get(url)
+    html = page.content.decode()
+    tags = re.findall(r"<script\b([^>]*)>", html)
+    assert tags and all("src=" in attributes for attributes in tags), tags
+    csp = dict(
+        (name, values)
+        for name, *values in (d.split() for d in page["Content-Security-Policy"].split(";"))
+    )
+    assert csp["script-src"] == ["'self'"]
+    # Swagger UI's and Redoc's inline <style>, and Redoc's search worker: on these pages only.
+    assert csp["style-src"] == ["'self'", "'unsafe-inline'"]
+    assert csp["worker-src"] == ["'self'", "blob:"]
+    assert "'unsafe-inline'" not in member.get("/").headers["Content-Security-Policy"]
+
+
+# --- Who may read the schema and the docs ----------------------------------------------------
+
+
+def test_the_schema_is_for_signed_in_or_token_users_only(client, users):
+    from tests.ragapp.api.conftest import token_client
+
+    assert client.get("/api/schema/").status_code == 401
+    assert token_client(users["owner"]).get("/api/schema/").status_code == 200
+    client.force_login(users["other"])
+    assert client.get("/api/schema/").status_code == 200
+
+
+@pytest.mark.parametrize("url", ["/api/docs/", "/api/docs/?script=", "/api/redoc/"])
+def test_a_browser_that_is_not_signed_in_is_sent_to_sign_in_for_the_docs(client, url):
+    response = client.get(url)
+    assert response.status_code == 302
+    assert response["Location"].startswith("/accounts/login/?next=/api/")
