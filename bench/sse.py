@@ -121,7 +121,10 @@ def main() -> None:
             "RAG_EMBEDDING_PROVIDER": "fake",
             "RAG_FAKE_CHAT_DELAY_MS": "100",
             "RAG_MAX_CONCURRENT_RUNS": "6",
-            "RAG_MAX_STREAMS_PER_USER": "1000",  # one user holds every stream here
+            # One user asks every question and holds every stream here.
+            "RAG_MAX_STREAMS_PER_USER": "100000",
+            "RAG_MAX_ACTIVE_RUNS_PER_USER": "100000",
+            "RAG_MAX_QUEUED_RUNS": "100000",
             "RAG_DATA_DIR": str(work / "server"),
         }
         server, base = start_web(env, extra_args=("--limit-concurrency", "2000"))
