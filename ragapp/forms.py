@@ -13,7 +13,10 @@ class AskForm(forms.Form):
 
     query = forms.CharField(
         label="Your question",
-        widget=forms.Textarea(attrs={"rows": 3, "autofocus": True}),
+        # static/ragapp/ask.js submits on Ctrl+Enter (Cmd+Enter on a Mac); announced here.
+        widget=forms.Textarea(
+            attrs={"rows": 3, "autofocus": True, "aria-keyshortcuts": "Control+Enter Meta+Enter"}
+        ),
         strip=False,  # stored verbatim; clean_query rejects what is empty or too long
         error_messages={"required": "The query is empty."},  # the API's words for ""
     )

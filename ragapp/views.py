@@ -1,13 +1,16 @@
 """Portal pages. Thin: validate, call a service or selector, render."""
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.http import Http404, HttpResponseBadRequest, HttpResponseForbidden, JsonResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
+from ingestion.services import source_path_for
 from ragapp.forms import AskForm, FeedbackForm, HistoryFilterForm
 from ragapp.models import QueryRun
 from ragapp.rendering import render_markdown, render_plain
@@ -18,6 +21,7 @@ from ragapp.selectors import (
     example_questions,
     recent_runs,
     run_events_list,
+    run_is_finished,
     runs_search,
     runs_visible_to,
 )
@@ -84,20 +88,22 @@ def _visible_run(request, run_id) -> QueryRun:
 
 @login_required
 def run_detail(request, run_id):
-    """A run's trace so far (rendered by the same script that then follows it live)."""
+    """A run's trace so far (rendered by the same script that then follows it live).
+
+    A finished run's answer and feedback form are in the page itself, so they lead the page and
+    work without JavaScript; a run still going gets them from `run_answer` when it finishes.
+    """
     run = _visible_run(request, run_id)
-    trace = [event_message(event) for event in run_events_list(run=run)]
+    context = _trace_page_context(run)
+    finished = run_is_finished(run)
+    if finished:
+        context.update(_answer_context(request, run, with_feedback=True))
+    trace = context["trace"]
+    last_seq = trace[-1]["seq"] if trace else 0
     return render(
         request,
         "ragapp/run.html",
-        {
-            "run": run,
-            "trace": trace,
-            "event_kinds": kind_labels(),
-            "last_seq": trace[-1]["seq"] if trace else 0,
-            "feedback_form": FeedbackForm(),
-            "replay": False,
-        },
+        {**context, "finished": finished, "last_seq": last_seq, "replay": False},
     )
 
 
@@ -105,12 +111,18 @@ def run_detail(request, run_id):
 def run_replay(request, run_id):
     """A past run's trace re-animated at its original pace, by the live page's own script."""
     run = _visible_run(request, run_id)
-    trace = [event_message(event) for event in run_events_list(run=run)]
-    return render(
-        request,
-        "ragapp/run.html",
-        {"run": run, "trace": trace, "event_kinds": kind_labels(), "replay": True},
-    )
+    return render(request, "ragapp/run.html", {**_trace_page_context(run), "replay": True})
+
+
+def _trace_page_context(run: QueryRun) -> dict:
+    """What static/ragapp/trace.js needs on the run and replay pages."""
+    return {
+        "run": run,
+        "trace": [event_message(event) for event in run_events_list(run=run)],
+        "event_kinds": kind_labels(),
+        "status_labels": dict(QueryRun.Status.choices),  # the status follows the trace
+        "docs_root": docs_root_key(),  # trace lines show paths as the answer block does
+    }
 
 
 @login_required
@@ -149,26 +161,102 @@ def chunk_detail(request, chunk_id):
     chunk = chunk_get(chunk_id=chunk_id)
     if chunk is None:
         raise Http404("No such chunk.")
-    return render(request, "ragapp/chunk.html", {"chunk": chunk, "html": render_plain(chunk.text)})
+    return render(
+        request,
+        "ragapp/chunk.html",
+        {
+            "chunk": chunk,
+            "html": render_plain(chunk.text),
+            "display_path": display_path(chunk.document.source_path),
+        },
+    )
 
 
 @login_required
 def run_answer(request, run_id):
-    """The answer block of a finished run, as sanitized HTML (fetched by the live page)."""
+    """The answer block of a run, as sanitized HTML (fetched by the live page when it finishes).
+
+    It carries the feedback form, which the page could not have when it was rendered mid-run;
+    replay asks with `?replay=1` and gets the answer alone, as replay never offered feedback.
+    """
     run = _visible_run(request, run_id)
-    meta = run.response_metadata or {}
-    sources = meta.get("sources", [])
+    with_feedback = run_is_finished(run) and not request.GET.get("replay")
     return render(
-        request,
-        "ragapp/_answer.html",
-        {
-            "run": run,
-            "error": error_for(request.user, run.error),
-            "answer_html": render_markdown(run.answer, sources={s["n"] for s in sources}),
-            "sources": sources,
-            "meta": meta,
-            "tokens": sum(
-                t.get("input", 0) + t.get("output", 0) for t in meta.get("tokens", {}).values()
-            ),
-        },
+        request, "ragapp/_answer.html", _answer_context(request, run, with_feedback=with_feedback)
     )
+
+
+def _answer_context(request, run: QueryRun, *, with_feedback: bool) -> dict:
+    """What templates/ragapp/_answer.html needs to show a run's outcome."""
+    meta = run.response_metadata or {}
+    sources = [_for_display(s, score=s.get("similarity")) for s in meta.get("sources", [])]
+    passages = [_for_display(p, score=p.get("relevance")) for p in meta.get("passages", [])]
+    return {
+        "run": run,
+        "error": error_for(request.user, run.error),
+        "answer_html": render_markdown(run.answer, sources={s["n"] for s in sources}),
+        "sources": sources,
+        "passages": passages,
+        "copy_text": answer_as_markdown(request, run.answer, sources),
+        "meta": meta,
+        "tokens": sum(
+            t.get("input", 0) + t.get("output", 0) for t in meta.get("tokens", {}).values()
+        ),
+        "feedback_form": FeedbackForm() if with_feedback else None,
+    }
+
+
+def answer_as_markdown(request, answer: str, sources: list[dict]) -> str:
+    """The answer in Markdown with a line per source: what "Copy answer" puts on the clipboard.
+
+    Each source links to its chunk by full URL, so the pasted text (a ticket, a chat) still
+    leads to the passage.
+    """
+    lines = [
+        f"- [{s['n']}] [{s.get('title', '')} — {s.get('heading_path', '')}]"
+        f"({request.build_absolute_uri(reverse('chunk-detail', args=[s['chunk_id']]))})"
+        f" · {s['display_path']}"
+        for s in sources
+    ]
+    return (answer or "") + ("\n\nSources:\n\n" + "\n".join(lines) if lines else "")
+
+
+def docs_root_key() -> str:
+    """The documentation root (RAG_DOCS_DIR) as ingest_docs keys paths under it."""
+    return source_path_for(settings.RAG_DOCS_DIR)
+
+
+def display_path(source_path: str) -> str:
+    """A document's path as the page shows it: short, and without the server's directories.
+
+    Relative to the documentation root when the document lies under it, otherwise its last two
+    parts (`/srv/docs/guide/install.md` reads `guide/install.md`). static/ragapp/trace.js does
+    the same for the trace lines.
+    """
+    root = docs_root_key().rstrip("/")
+    if root and source_path.startswith(root + "/"):
+        return source_path[len(root) + 1 :]
+    parts = [part for part in source_path.replace("\\", "/").split("/") if part]
+    return "/".join(parts[-2:])
+
+
+# Relevance in words, best first, with the lowest score each needs; anything lower is "low". The
+# same marks are the <meter>'s `high` and `low` in _answer.html, so its colour and word agree.
+RELEVANCE_WORDS = ((0.7, "high"), (0.4, "medium"))
+
+
+def relevance_word(score: float | None) -> str:
+    """A relevance score (0 to 1) as a word people can read at a glance."""
+    if score is None:
+        return "unknown"
+    return next((word for floor, word in RELEVANCE_WORDS if score >= floor), "low")
+
+
+def _for_display(item: dict, *, score: float | None) -> dict:
+    """A stored source or passage with what the page shows added; the stored dict is untouched."""
+    return {
+        **item,
+        "display_path": display_path(item.get("source_path", "")),
+        "score": score,
+        "relevance_word": relevance_word(score),
+    }

@@ -1,5 +1,7 @@
 // The run page: renders the stored trace, then follows the live stream from the last seq shown.
-// Replay uses the same renderLine(), so a past run looks exactly like a live one.
+// Replay uses the same renderLine(), so a past run looks exactly like a live one. The page's
+// status follows the trace, a finished trace gets a summary line (the <details> it sits in is
+// folded by the server when the run had already finished), and the copy buttons are wired here.
 // The event kinds are not listed here: the page passes the declared ones (ragapp/trace/kinds.py)
 // as {kind: label} in #trace-kinds. describe() has one case per kind, which
 // tests/ragapp/trace/test_kinds.py checks against that declaration.
@@ -9,14 +11,26 @@
   if (!config) { return; }
   var list = document.getElementById("trace");
   var kindLabels = JSON.parse(document.getElementById("trace-kinds").textContent);
+  var statusLabels = JSON.parse(document.getElementById("run-statuses").textContent);
+  var statusBadge = document.getElementById("run-status");
+  var replay = Boolean(config.dataset.replay);
+  var docsRoot = (config.dataset.docsRoot || "").replace(/\/+$/, "");
   var lastSeq = 0;
   var finished = false;
+  var shown = [];  // the events rendered so far, for the summary line
 
   function hasOwn(object, key) { return Object.prototype.hasOwnProperty.call(object, key); }
   function text(value) { return value === undefined || value === null ? "" : String(value); }
+  // As displayPath() in ragapp/views.py: relative to the docs root when under it, else the last
+  // two parts, so a line does not show (or overflow with) the server's directories.
+  function displayPath(path) {
+    path = text(path);
+    if (docsRoot && path.indexOf(docsRoot + "/") === 0) { return path.slice(docsRoot.length + 1); }
+    return path.replace(/\\/g, "/").split("/").filter(Boolean).slice(-2).join("/");
+  }
   function where(doc) {
     doc = doc || {};
-    return text(doc.source_path) + (doc.heading_path ? " › " + doc.heading_path : "");
+    return displayPath(doc.source_path) + (doc.heading_path ? " › " + doc.heading_path : "");
   }
   function ms(p) { return p.duration_ms != null ? " (" + Math.round(p.duration_ms) + " ms)" : ""; }
 
@@ -42,27 +56,117 @@
   function renderLine(e) {
     if (e.seq <= lastSeq) { return; }  // exactly once, in order
     lastSeq = e.seq;
+    shown.push(e);
     var li = document.createElement("li");
     li.className = "event kind-" + e.kind;
     li.dataset.seq = e.seq;
     li.textContent = describe(e);
+    var doc = (e.payload || {}).document;
+    if (doc && doc.source_path) { li.title = doc.source_path; }  // the full path, on hover
     list.appendChild(li);
+    if (!replay) { followStatus(e); }
     if (e.kind === "done") { finish(); }
+  }
+
+  // The status shown was true when the page was rendered: a queued run is running once its first
+  // event arrives, and `done` carries the final status. Replay shows the final status throughout.
+  function followStatus(e) {
+    if (e.kind === "done") { setStatus((e.payload || {}).status); }
+    else if (statusBadge.dataset.status === "queued") { setStatus("running"); }
+  }
+  function setStatus(status) {
+    if (!status) { return; }
+    statusBadge.dataset.status = status;
+    statusBadge.className = "status status-" + status;
+    statusBadge.textContent = hasOwn(statusLabels, status) ? statusLabels[status] : status;
+  }
+
+  function plural(n, word) { return n + " " + word + (n === 1 ? "" : "s"); }
+  function lastOfKind(kind) {
+    for (var i = shown.length - 1; i >= 0; i -= 1) { if (shown[i].kind === kind) { return shown[i]; } }
+    return null;
+  }
+  function seconds(first, last) {
+    var s = Math.max(Date.parse(last.created_at) - Date.parse(first.created_at), 0) / 1000;
+    return (s < 10 ? s.toFixed(1) : String(Math.round(s))) + " s";
+  }
+  function answerCheck() {
+    var check = lastOfKind("grade_answer");
+    if (!check) {
+      if (lastOfKind("error")) { return "failed"; }
+      var draft = lastOfKind("generate");
+      return draft && draft.payload && draft.payload.fallback ? "no relevant documents" : "answer not checked";
+    }
+    var p = check.payload || {};
+    var verdict = p.declined ? "not in the documents" : p.faithful ? "faithful" : "not faithful";
+    return "answer checked: " + verdict + (lastOfKind("refine") ? " (refined)" : "");
+  }
+  // Documents graded, each counted once: a broadened search can return a chunk graded before.
+  function gradedDocuments() {
+    var passedByChunk = {};
+    shown.forEach(function (e) {
+      if (e.kind !== "grade") { return; }
+      var p = e.payload || {};
+      passedByChunk[(p.document || {}).chunk_id || "seq-" + e.seq] = Boolean(p.passed);
+    });
+    var verdicts = Object.keys(passedByChunk).map(function (k) { return passedByChunk[k]; });
+    return { graded: verdicts.length, kept: verdicts.filter(Boolean).length };
+  }
+  // One line for the folded trace: "5 documents graded, 4 kept · answer checked: faithful · 25 s".
+  function traceSummary() {
+    var documents = gradedDocuments();
+    var parts = [];
+    if (documents.graded) { parts.push(plural(documents.graded, "document") + " graded, " + documents.kept + " kept"); }
+    parts.push(answerCheck());
+    parts.push(seconds(shown[0], shown[shown.length - 1]));
+    return parts.join(" · ");
   }
 
   function finish() {
     if (finished) { return; }
     finished = true;
     document.getElementById("waiting").hidden = true;
-    fetch(config.dataset.answerUrl, { credentials: "same-origin" })
-      .then(function (r) { return r.text(); })
-      .then(function (html) { document.getElementById("answer").innerHTML = html; });
+    document.getElementById("trace-summary").textContent = traceSummary();
     if (window.traceSource) { window.traceSource.close(); }
+    if (config.dataset.answerShown) { return; }  // rendered with the page
+    fetch(config.dataset.answerUrl, { credentials: "same-origin" })
+      .then(function (r) { if (!r.ok) { throw new Error(r.status); } return r.text(); })
+      .then(showAnswer)
+      .catch(function () {
+        document.getElementById("answer").textContent = "The answer could not be loaded; reload the page.";
+      });
   }
+
+  function showAnswer(html) {
+    document.getElementById("answer").innerHTML = html;  // server-rendered and sanitized
+    revealCopyButtons();
+    // Live, the answer lands above the trace the reader was following: point them to it.
+    if (!replay) { document.getElementById("answer-ready").hidden = false; }
+  }
+
+  // Copy buttons carry what they copy (data-copy-text, or data-copy-url made absolute). They
+  // stay hidden without a clipboard to write to: plain http to a remote host has none.
+  function revealCopyButtons() {
+    if (!navigator.clipboard || !window.isSecureContext) { return; }
+    document.querySelectorAll(".copy-button[hidden]").forEach(function (b) { b.hidden = false; });
+  }
+  function copyFrom(button) {
+    var value = button.dataset.copyUrl ? new URL(button.dataset.copyUrl, location.href).href : button.dataset.copyText;
+    var status = button.parentNode.querySelector(".copy-status");
+    navigator.clipboard.writeText(value).then(
+      function () { status.textContent = "Copied."; },
+      function () { status.textContent = "Could not copy: the browser refused."; }
+    );
+  }
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest(".copy-button");
+    if (button) { copyFrom(button); }
+  });
+  revealCopyButtons();
 
   var stored = JSON.parse(document.getElementById("trace-data").textContent);
 
-  if (config.dataset.replay) {
+  if (replay) {
     // Replay: the stored events again, spaced as they originally were (divided by the speed).
     var speed = document.getElementById("replay-speed");
     var next = 0;

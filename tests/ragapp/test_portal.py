@@ -195,3 +195,127 @@ def test_chunk_page_shows_document_text_inert(users):
     )
     body = signed_in(users["other"]).get(reverse("chunk-detail", args=[chunk.pk])).content.decode()
     assert "&lt;script&gt;alert(1)&lt;/script&gt; text" in body and "<script>alert" not in body
+
+
+def source(**overrides):
+    """A stored source of an answer, as the runner records it."""
+    return {
+        "n": 1,
+        "chunk_id": 7,
+        "title": "Install",
+        "heading_path": "Guide > Install",
+        "source_path": "/srv/docs/guide/install.md",
+        "similarity": 0.8,
+        **overrides,
+    }
+
+
+def test_the_answer_block_of_a_finished_run_carries_the_feedback_form(users):
+    # The live page fetches this block when the run finishes: it was rendered without the form.
+    run = answered(users["owner"], "Restart it.")
+    client = signed_in(users["owner"], csrf=True)
+    block = client.get(reverse("run-answer", args=[run.pk])).content.decode()
+    assert f'action="{reverse("run-feedback", args=[run.pk])}"' in block
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', block).group(1)
+    url = reverse("run-feedback", args=[run.pk])
+    response = client.post(url, {"rating": "1", "csrfmiddlewaretoken": token})
+    assert response.status_code == 302  # the block's own token passes the CSRF check
+    replay = client.get(reverse("run-answer", args=[run.pk]), {"replay": "1"}).content.decode()
+    assert "answer-card" in replay and "/feedback/" not in replay  # replay offers no feedback
+
+
+def test_the_answer_block_of_an_unfinished_run_has_no_feedback_form(users):
+    run = run_start(run=run_create(query="q", owner=users["owner"]))
+    block = signed_in(users["owner"]).get(reverse("run-answer", args=[run.pk])).content.decode()
+    assert "/feedback/" not in block
+
+
+def test_a_finished_run_page_leads_with_its_answer_and_folds_its_trace(users):
+    run = answered(users["owner"], "Restart it [1].", sources=[source()])
+    body = signed_in(users["owner"]).get(reverse("run-detail", args=[run.pk])).content.decode()
+    assert body.index('class="answer-card"') < body.index('id="trace-fold"')  # no JavaScript needed
+    assert re.search(r'<details id="trace-fold" class="trace-fold">', body)  # folded, not open
+    assert 'action="/runs/' in body and 'data-answer-shown="1"' in body
+
+
+def test_a_running_run_page_keeps_its_trace_open_and_waits_for_the_answer(users):
+    run = run_start(run=run_create(query="q", owner=users["owner"]))
+    body = signed_in(users["owner"]).get(reverse("run-detail", args=[run.pk])).content.decode()
+    assert '<details id="trace-fold" class="trace-fold" open>' in body
+    assert "answer-card" not in body and "/feedback/" not in body
+    assert 'data-answer-shown=""' in body
+
+
+@pytest.mark.parametrize(
+    "docs_dir, stored, shown",
+    [
+        ("/srv/docs", "/srv/docs/guide/install.md", "guide/install.md"),  # under the docs root
+        ("/srv/docs", "/var/lib/imports/team/guide/install.md", "guide/install.md"),  # last two
+        ("/srv/docs", "README.md", "README.md"),
+    ],
+)
+def test_sources_show_a_short_path_with_the_stored_one_in_a_title(
+    users, settings, docs_dir, stored, shown
+):
+    from pathlib import Path
+
+    settings.RAG_DOCS_DIR = Path(docs_dir)
+    run = answered(users["owner"], "Install it [1].", sources=[source(source_path=stored)])
+    body = signed_in(users["owner"]).get(reverse("run-answer", args=[run.pk])).content.decode()
+    assert f'<span class="source-path" title="{stored}">{shown}</span>' in body
+    assert body.count(stored) == 1 or stored == shown  # in the title only
+    run.refresh_from_db()
+    assert run.response_metadata["sources"][0]["source_path"] == stored  # stored as it was
+
+
+def test_the_docs_root_inside_the_project_is_keyed_as_ingest_docs_keys_it(users, settings):
+    settings.RAG_DOCS_DIR = settings.BASE_DIR / "docs"
+    run = answered(users["owner"], "See [1].", sources=[source(source_path="docs/guide/a.md")])
+    body = signed_in(users["owner"]).get(reverse("run-detail", args=[run.pk])).content.decode()
+    assert '<span class="source-path" title="docs/guide/a.md">guide/a.md</span>' in body
+    assert 'data-docs-root="docs"' in body  # trace.js shortens the trace lines the same way
+
+
+def test_closest_passages_of_a_refusal_show_short_paths_too(users):
+    passage = {
+        "chunk_id": 7,
+        "title": "Billing",
+        "heading_path": "Billing",
+        "source_path": "/opt/site/content/docs/billing.md",
+        "relevance": 0.2,
+        "excerpt": "Invoices are monthly.",
+    }
+    run = finished_run(
+        owner=users["owner"],
+        status="refused",
+        answer="No relevant documentation.",
+        metadata={"refusal_reason": "no_relevant_documents", "passages": [passage]},
+    )
+    body = signed_in(users["owner"]).get(reverse("run-answer", args=[run.pk])).content.decode()
+    assert 'title="/opt/site/content/docs/billing.md">docs/billing.md</span>' in body
+    assert "low relevance" in body
+
+
+@pytest.mark.parametrize(
+    "similarity, word", [(0.83, "high"), (0.7, "high"), (0.55, "medium"), (0.12, "low")]
+)
+def test_relevance_is_a_word_and_a_bar_not_decimals(users, similarity, word):
+    run = answered(users["owner"], "See [1].", sources=[source(similarity=similarity)])
+    body = signed_in(users["owner"]).get(reverse("run-answer", args=[run.pk])).content.decode()
+    meter = re.search(r"<meter [^>]*>", body).group(0)
+    assert f'value="{similarity:.3f}"' in meter and 'low="0.4" high="0.7"' in meter
+    text = re.sub(r"<[^>]+>", "", body)  # what a reader sees, the meter's title aside
+    assert f"{word} relevance" in text
+    assert not re.search(r"relevance \d", text)
+
+
+def test_copy_answer_carries_the_markdown_with_its_source_lines(users):
+    from html import unescape
+
+    run = answered(users["owner"], "Run `restart` [1].", sources=[source()])
+    body = signed_in(users["owner"]).get(reverse("run-answer", args=[run.pk])).content.decode()
+    copied = unescape(re.search(r'data-copy-text="([^"]*)"', body).group(1))
+    assert copied == (
+        "Run `restart` [1].\n\nSources:\n\n"
+        "- [1] [Install — Guide > Install](http://testserver/chunks/7/) · guide/install.md"
+    )
