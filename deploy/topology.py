@@ -56,6 +56,7 @@ class Topology:
         self.processes: dict[str, subprocess.Popen] = {}
         self.logs = self.workdir / "logs"
         self.data_dir = self.workdir / "data"
+        self.metrics_dir = self.workdir / "prometheus"
         self.verbose = verbose
 
     # --- the whole --------------------------------------------------------------------------
@@ -81,6 +82,9 @@ class Topology:
             "RAG_DATA_DIR": str(self.data_dir),
             "RAG_EXECUTOR": "celery",
             "RAG_REDIS_URL": self.redis_url,
+            # Every process of this host writes its Prometheus values here; /metrics on either
+            # web process serves their sum (docs/operations.md).
+            "PROMETHEUS_MULTIPROC_DIR": str(self.metrics_dir),
             "PYTHONUNBUFFERED": "1",
             **self.extra_env,
         }
@@ -88,6 +92,10 @@ class Topology:
     def start(self) -> Topology:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.logs.mkdir(exist_ok=True)
+        # Emptied before the processes start, as prometheus-client asks: values of an earlier
+        # start's processes would otherwise be summed with this one's.
+        shutil.rmtree(self.metrics_dir, ignore_errors=True)
+        self.metrics_dir.mkdir()
         try:
             self.start_redis()
             self._say(f"Redis up on {self.redis_url}")

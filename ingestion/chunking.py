@@ -25,6 +25,12 @@ class ChunkDraft:
     text: str
     heading_path: str  # "Title > Section > Sub"
     has_code: bool
+    page: int | None = None  # the PDF page it comes from
+
+    @property
+    def heading(self) -> str:
+        """The section's own heading ("Sub"); "" at the top of the document, under its title."""
+        return self.heading_path.rsplit(" > ", 1)[1] if " > " in self.heading_path else ""
 
 
 def chunk_document(

@@ -24,6 +24,7 @@ class FileResult:
     outcome: Outcome
     chunks: int = 0
     detail: str = ""
+    url: str = ""  # where the document is published, when it is
 
 
 @dataclass

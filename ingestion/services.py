@@ -6,7 +6,7 @@ import hashlib
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from django.conf import settings
@@ -14,9 +14,11 @@ from django.db import transaction
 
 from ingestion.chunking import ChunkDraft, chunk_document
 from ingestion.discovery import discover
-from ingestion.loaders import EmptyDocumentError, LoadError, load_document
+from ingestion.loaders import EmptyDocumentError, LoadedDocument, LoadError, load_document
+from ingestion.publishing import Root, heading_anchor, own_url, page_url, roots_for
 from ingestion.report import FileResult, IngestReport, Outcome
 from ragapp.models import Chunk, Document
+from ragapp.observability.metrics import record_ingest
 from ragapp.providers import EmbeddingProvider
 from ragapp.retrieval.vector import embedding_text
 from ragapp.selectors import embedding_index_check
@@ -41,6 +43,9 @@ class _Pending:
     metadata: dict
     chunks: list[ChunkDraft]
     outcome: Outcome
+    root: Root | None = None
+    relative_path: str = ""
+    url: str = ""
 
 
 @dataclass
@@ -67,12 +72,15 @@ def ingest_paths(
     full: bool = False,
     prune: bool = False,
     dry_run: bool = False,
+    base_url: str = "",
     observer: IngestObserver | None = None,
 ) -> IngestReport:
     """Bring the knowledge base in line with the files under `paths`.
 
     Unchanged files (same content hash) are skipped unless `full`; changed files are replaced in
     one transaction each; with `prune`, documents under `paths` whose files are gone are deleted.
+    `base_url` (already checked, see `publishing.base_url_clean`) is recorded for the roots in
+    `paths`; every document gets its page's URL and its path relative to its root.
     One bad file never stops the others: it is reported and the rest carry on. A re-embed that
     switches the model while this runs stops it with EmbeddingIndexChangedError instead: every
     vector it has left would be of the old model.
@@ -83,6 +91,8 @@ def ingest_paths(
 
     def record(result: FileResult) -> None:
         report.results.append(result)
+        if not dry_run:  # a dry run changes nothing, so it counts nothing
+            record_ingest(str(result.outcome), result.chunks)
         if observer.on_file:
             observer.on_file(result)
 
@@ -90,7 +100,18 @@ def ingest_paths(
         embedding_index_check(embeddings=embeddings)  # a dry run must fail where a real one would
     else:
         embedding_index_prepare(embeddings=embeddings)
-    known = dict(Document.objects.values_list("source_path", "content_hash"))
+    roots = [
+        root
+        for _, root in roots_for(
+            paths, base_url=base_url, key_for=source_path_for, save=not dry_run
+        )
+    ]
+    known = {
+        row[0]: row[1:]
+        for row in Document.objects.values_list(
+            "source_path", "content_hash", "url", "relative_path", "root_id"
+        )
+    }
     seen: set[str] = set()
     pool: list[_Pending] = []
 
@@ -103,11 +124,19 @@ def ingest_paths(
             record(FileResult(key, Outcome.SKIPPED, detail=found.skip_reason))
             continue
         seen.add(key)
-        pending = _prepare(found.path, key, known, full=full, record=record)
+        pending = _prepare(
+            found.path,
+            key,
+            known,
+            root=_root_of(key, roots),
+            full=full,
+            dry_run=dry_run,
+            record=record,
+        )
         if pending is None:
             continue
         if dry_run:
-            record(FileResult(key, pending.outcome, chunks=len(pending.chunks)))
+            record(FileResult(key, pending.outcome, chunks=len(pending.chunks), url=pending.url))
             continue
         pool.append(pending)
         if sum(len(p.chunks) for p in pool) >= EMBED_POOL_CHUNKS:
@@ -124,7 +153,23 @@ def ingest_paths(
     return report
 
 
-def _prepare(path: Path, key: str, known: dict[str, str], *, full: bool, record) -> _Pending | None:
+def _root_of(key: str, roots: list[Root]) -> Root | None:
+    """The most specific root of this run that holds the document keyed `key`."""
+    holding = [r for r in roots if key.startswith(r.key.rstrip("/") + "/")]
+    return max(holding, key=lambda r: len(r.key)) if holding else None
+
+
+def _links(loaded: LoadedDocument, key: str, root: Root | None) -> tuple[str, str]:
+    """(path relative to the root, the page's URL or "") for a loaded file."""
+    relative = root.relative(key) if root else Path(key).name
+    page = page_url(root.base_url, relative) if root and root.base_url else ""
+    # The page's own front matter or canonical link wins over the root's.
+    return relative, (own_url(loaded.url, page) if loaded.url else "") or page
+
+
+def _prepare(
+    path: Path, key: str, known: dict, *, root: Root | None, full: bool, dry_run: bool, record
+) -> _Pending | None:
     try:
         loaded = load_document(path, max_bytes=settings.RAG_MAX_FILE_BYTES)
     except EmptyDocumentError as exc:
@@ -138,15 +183,17 @@ def _prepare(path: Path, key: str, known: dict[str, str], *, full: bool, record)
         record(FileResult(key, Outcome.FAILED, detail=f"cannot read: {exc.strerror or exc}"))
         return None
     content_hash = hashlib.sha256(loaded.text.encode("utf-8")).hexdigest()
-    if key in known and known[key] == content_hash and not full:
-        record(FileResult(key, Outcome.UNCHANGED))
+    relative, url = _links(loaded, key, root)
+    root_id = root.row.pk if root and root.row else None
+    if key in known and known[key][0] == content_hash and not full:
+        if not dry_run and known[key][1:] != (url, relative, root_id):
+            # Only where it is published changed (a new --base-url): no need to re-embed.
+            Document.objects.filter(source_path=key).update(
+                url=url, relative_path=relative, root_id=root_id
+            )
+        record(FileResult(key, Outcome.UNCHANGED, url=url))
         return None
-    chunks = chunk_document(
-        loaded.text,
-        title=loaded.title,
-        chunk_size=settings.RAG_CHUNK_SIZE,
-        chunk_overlap=settings.RAG_CHUNK_OVERLAP,
-    )
+    chunks = document_chunks(loaded)
     if not chunks:
         record(FileResult(key, Outcome.SKIPPED, detail="no text to index"))
         return None
@@ -159,7 +206,30 @@ def _prepare(path: Path, key: str, known: dict[str, str], *, full: bool, record)
         metadata={"warnings": list(loaded.warnings)} if loaded.warnings else {},
         chunks=chunks,
         outcome=Outcome.UPDATED if key in known else Outcome.NEW,
+        root=root,
+        relative_path=relative,
+        url=url,
     )
+
+
+def document_chunks(loaded: LoadedDocument) -> list[ChunkDraft]:
+    """The document's chunks; a PDF's are made page by page, so each one has a single page."""
+
+    def split(text: str) -> list[ChunkDraft]:
+        return chunk_document(
+            text,
+            title=loaded.title,
+            chunk_size=settings.RAG_CHUNK_SIZE,
+            chunk_overlap=settings.RAG_CHUNK_OVERLAP,
+        )
+
+    if not loaded.pages:
+        return split(loaded.text)
+    chunks: list[ChunkDraft] = []
+    for number, page in enumerate(loaded.pages, 1):
+        for draft in split(page) if page.strip() else []:
+            chunks.append(replace(draft, ordinal=len(chunks), page=number))
+    return chunks
 
 
 def _flush(pool: list[_Pending], embeddings, record, observer: IngestObserver) -> int:
@@ -199,6 +269,9 @@ def _store(pending: _Pending, vectors: list[list[float]], embeddings, record) ->
                 "content_hash": pending.content_hash,
                 "size_bytes": pending.size_bytes,
                 "metadata": pending.metadata,
+                "root": pending.root.row if pending.root else None,
+                "relative_path": pending.relative_path[:1024],
+                "url": pending.url[:2000],
             },
         )
         document.chunks.all().delete()
@@ -211,6 +284,7 @@ def _store(pending: _Pending, vectors: list[list[float]], embeddings, record) ->
                     heading_path=draft.heading_path[:1000],
                     has_code=draft.has_code,
                     embedding=vector,
+                    metadata=_chunk_metadata(draft),
                 )
                 for draft, vector in zip(pending.chunks, vectors, strict=True)
             ],
@@ -220,7 +294,15 @@ def _store(pending: _Pending, vectors: list[list[float]], embeddings, record) ->
     return len(pending.chunks)
 
 
-def _prunable(roots: list[Path], known: dict[str, str], seen: set[str]) -> list[str]:
+def _chunk_metadata(draft: ChunkDraft) -> dict:
+    """Where in its page a chunk is: the PDF page, or the anchor of its section heading."""
+    if draft.page is not None:
+        return {"page": draft.page}
+    anchor = heading_anchor(draft.heading) if draft.heading else ""
+    return {"anchor": anchor} if anchor else {}
+
+
+def _prunable(roots: list[Path], known: dict, seen: set[str]) -> list[str]:
     """Known documents under `roots` that discovery did not find (their files are gone)."""
     # A root that does not exist prunes nothing: a typo must not empty the knowledge base.
     prefixes = [(source_path_for(root), root.is_dir()) for root in roots if root.exists()]

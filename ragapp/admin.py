@@ -1,8 +1,20 @@
 """Admin for the knowledge base, the runs with their read-only traces, and feedback."""
 
 from django.contrib import admin
+from django.template.response import TemplateResponse
+from django.urls import path
 
-from ragapp.models import Chunk, Document, EmbeddingIndex, Feedback, QueryRun, TraceEvent
+from ragapp import gaps_views
+from ragapp.gaps import REASONS, gaps_find
+from ragapp.models import (
+    Chunk,
+    Document,
+    EmbeddingIndex,
+    Feedback,
+    IngestRoot,
+    QueryRun,
+    TraceEvent,
+)
 from ragapp.trace.text import describe
 
 
@@ -20,9 +32,9 @@ class ChunkInline(admin.TabularInline):
 
 @admin.register(Document)
 class DocumentAdmin(admin.ModelAdmin):
-    list_display = ("title", "source_path", "format", "size_bytes", "updated_at")
-    list_filter = ("format", "updated_at")
-    search_fields = ("title", "source_path")
+    list_display = ("title", "source_path", "format", "url", "size_bytes", "updated_at")
+    list_filter = ("format", "root", "updated_at")
+    search_fields = ("title", "source_path", "url")
     readonly_fields = ("content_hash", "size_bytes", "ingested_at", "updated_at", "metadata")
     inlines = [ChunkInline]
 
@@ -36,6 +48,17 @@ class ChunkAdmin(admin.ModelAdmin):
     # The embedding is hundreds of floats: not something to read or edit in a form.
     exclude = ("embedding",)
     readonly_fields = ("document", "ordinal", "heading_path", "has_code", "text", "metadata")
+
+
+@admin.register(IngestRoot)
+class IngestRootAdmin(admin.ModelAdmin):
+    list_display = ("path", "base_url", "updated_at")
+    search_fields = ("path", "base_url")
+    # Set by `ingest_docs --base-url`; editing it here would leave stored links behind.
+    readonly_fields = ("path", "base_url", "created_at", "updated_at")
+
+    def has_add_permission(self, request):
+        return False
 
 
 @admin.register(EmbeddingIndex)
@@ -100,6 +123,23 @@ class QueryRunAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None):
         return False
+
+    def get_urls(self):
+        gaps = path("gaps/", self.admin_site.admin_view(self.gaps_view), name="ragapp_gaps")
+        return [gaps, *super().get_urls()]
+
+    def gaps_view(self, request):
+        """The gaps page's groups, in the admin: the same filters, the same export."""
+        form, filters = gaps_views.filters_from(request)
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Gaps",
+            "form": form,
+            "gaps": gaps_find(model_id=gaps_views.prepared(filters), **filters),
+            "query": request.GET.urlencode(),
+            "reasons": REASONS,
+        }
+        return TemplateResponse(request, "admin/ragapp/gaps.html", context)
 
 
 @admin.register(Feedback)

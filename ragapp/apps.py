@@ -7,6 +7,10 @@ class RagappConfig(AppConfig):
     verbose_name = "Documentation assistant"
 
     def ready(self):
+        # OpenTelemetry, when an OTLP endpoint is configured (every process: web, worker, CLI).
+        from ragapp.observability import tracing
+
+        tracing.configure()
         if getattr(settings, "EVENTSTREAM_REDIS", None):
             from ragapp.trace.redis_relay import install
 

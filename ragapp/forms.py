@@ -34,7 +34,11 @@ class AskForm(forms.Form):
 
 
 class FeedbackForm(forms.Form):
-    """Thumbs up or down, with an optional comment."""
+    """Thumbs up or down, with an optional comment.
+
+    The page sends the rating as the value of the thumb button clicked (templates/ragapp/
+    _feedback.html), so one click rates; the comment box comes with the form after that.
+    """
 
     rating = forms.TypedChoiceField(
         choices=[(1, "Helpful"), (-1, "Not helpful")], coerce=int, widget=forms.RadioSelect
@@ -56,6 +60,9 @@ class HistoryFilterForm(forms.Form):
     until = forms.DateField(
         required=False, label="To", widget=forms.DateInput(attrs={"type": "date"})
     )
+    # Staff only (the view drops it for others): the runs `manage.py eval_rag` made, which
+    # would otherwise crowd out people's questions, are shown apart and only when asked for.
+    evaluation = forms.BooleanField(required=False, label="Evaluation runs")
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

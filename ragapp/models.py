@@ -9,6 +9,23 @@ from django.db import models
 from pgvector.django import VectorField
 
 
+class IngestRoot(models.Model):
+    """A directory given to `ingest_docs`, and the URL where it is published (if any)."""
+
+    path = models.CharField(
+        max_length=1024, unique=True, help_text="Keyed as ingest_docs keys documents."
+    )
+    base_url = models.URLField(max_length=2000, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["path"]
+
+    def __str__(self) -> str:
+        return f"{self.path} -> {self.base_url}" if self.base_url else self.path
+
+
 class Document(models.Model):
     """One ingested source file."""
 
@@ -17,8 +34,20 @@ class Document(models.Model):
         RST = "rst", "reStructuredText"
         HTML = "html", "HTML"
         TEXT = "text", "Plain text"
+        PDF = "pdf", "PDF"
+        DOCX = "docx", "Word (DOCX)"
 
     source_path = models.CharField(max_length=1024, unique=True)
+    root = models.ForeignKey(
+        IngestRoot, on_delete=models.SET_NULL, related_name="documents", null=True, blank=True
+    )
+    # What users see instead of source_path, which may be an absolute server path.
+    relative_path = models.CharField(
+        max_length=1024, blank=True, help_text="The path relative to its ingest root."
+    )
+    url = models.URLField(
+        max_length=2000, blank=True, help_text="Where the page is published (no anchor)."
+    )
     title = models.CharField(max_length=500)
     format = models.CharField(max_length=16, choices=Format.choices)
     content_hash = models.CharField(max_length=64, help_text="sha256 of the normalised text")
@@ -32,6 +61,15 @@ class Document(models.Model):
 
     def __str__(self) -> str:
         return self.title or self.source_path
+
+    @property
+    def public_path(self) -> str:
+        """The path anyone may see: relative to the ingest root, never an absolute server path."""
+        if self.relative_path:
+            return self.relative_path
+        if not self.source_path.startswith("/"):
+            return self.source_path
+        return self.source_path.rsplit("/", 1)[-1]
 
 
 class Chunk(models.Model):
@@ -63,6 +101,19 @@ class Chunk(models.Model):
 
     def __str__(self) -> str:
         return f"{self.document} #{self.ordinal}"
+
+    @property
+    def public_url(self) -> str:
+        """The published page of this chunk with its anchor or page; "" when not published."""
+        base = self.document.url
+        if not base:
+            return ""
+        # Both are set at ingest: `page` for PDFs, `anchor` for a section heading.
+        if page := self.metadata.get("page"):
+            return f"{base}#page={page}"
+        if anchor := self.metadata.get("anchor"):
+            return f"{base}#{anchor}"
+        return base
 
 
 class EmbeddingIndex(models.Model):
@@ -201,3 +252,24 @@ class Feedback(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_rating_display()} on {self.run_id}"
+
+
+class QuestionVector(models.Model):
+    """A question's embedding, kept so the gaps page can group thousands of runs quickly.
+
+    Keyed by the question's normalised text and the model, so a question asked a hundred times is
+    embedded once, and a change of embedding model never mixes vectors of two models.
+    """
+
+    text_hash = models.CharField(max_length=64, help_text="sha256 of the normalised question")
+    model = models.CharField(max_length=240, help_text="provider/model that made the vector")
+    embedding = VectorField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["model", "text_hash"], name="question_vector_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.model} {self.text_hash[:12]}"

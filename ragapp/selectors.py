@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 from django.core.cache import cache
 from django.db import DatabaseError, connection, models
 
-from ragapp.models import Chunk, Document, EmbeddingIndex, QueryRun
+from ragapp.models import Chunk, Document, EmbeddingIndex, Feedback, QueryRun
 from ragapp.providers import EmbeddingProvider
 from ragapp.providers.status import providers_status
 
@@ -143,30 +145,173 @@ def run_trace_complete(run: QueryRun) -> bool:
 
 
 def recent_runs(*, user, limit: int = 10) -> list:
-    """The user's latest runs (everyone's for staff), newest first."""
-    return list(runs_visible_to(user=user).order_by("-created_at")[:limit])
+    """The user's latest runs (everyone's for staff), newest first; evaluation runs left out."""
+    runs = runs_visible_to(user=user).filter(evaluation__isnull=True)
+    return list(runs.order_by("-created_at")[:limit])
+
+
+# Headings that name a part of a page rather than a subject: no question reads well from them.
+_GENERIC_HEADINGS = {
+    "contents", "examples", "example", "faq", "glossary", "introduction", "notes", "overview",
+    "quick start", "reference", "results", "see also", "stack", "summary", "tests", "usage",
+}  # fmt: skip
+# A heading that starts with one of these is not a subject of its own ("From Python").
+_PREPOSITIONS = {"about", "after", "at", "before", "by", "for", "from", "in", "into", "on", "to",
+                 "under", "with", "without"}  # fmt: skip
+_ARTICLES = {"a", "an", "the"}
+_QUESTION_WORDS = {"what", "when", "where", "which", "who", "why"}
+# Verbs a task heading starts with ("Restart the worker", "Switching embedding models").
+_TASK_VERBS = {
+    "add", "ask", "back", "build", "change", "check", "choose", "configure", "connect", "create",
+    "debug", "delete", "deploy", "disable", "enable", "evaluate", "export", "find", "follow",
+    "get", "install", "ingest", "keep", "list", "migrate", "monitor", "move", "open", "preview",
+    "prune", "read", "rebuild", "remove", "rename", "replay", "reset", "restart", "restore",
+    "rotate", "run", "scale", "send", "set", "share", "sign", "start", "stop", "switch", "test",
+    "troubleshoot", "tune", "update", "upgrade", "use", "watch", "write",
+}  # fmt: skip
+# Their -ing forms, spelled out from the list: stripping "ing" guesses wrong too often (us-ing).
+_GERUNDS = {
+    (verb[:-1] if verb.endswith("e") else verb)
+    + ("n" if verb == "run" else "t" if verb == "set" else "p" if verb == "stop" else "")
+    + "ing": verb
+    for verb in _TASK_VERBS
+}
+
+
+def _base_forms(words: list[str]) -> list[str]:
+    """Each -ing verb after "and" or "or" in its base form ("check and stopping": "stop")."""
+    return [
+        _GERUNDS.get(word.lower(), word) if i and words[i - 1].lower() in ("and", "or") else word
+        for i, word in enumerate(words)
+    ]
+
+
+# Task verbs that are nouns as often ("Run statuses", "Test settings"): a task only as a gerund
+# or followed by a determiner ("Run the tests").
+_NOUN_LIKE_VERBS = {"back", "build", "change", "check", "move", "run", "set", "test", "use",
+                    "watch"}  # fmt: skip
+_DETERMINERS = _ARTICLES | {"all", "it", "my", "one", "several", "the", "them", "this", "your"}
+# A one-word subject that reads without "the": "How does retrieval work?"
+_MASS_NOUN_ENDINGS = ("al", "ance", "ence", "ing", "ion", "ity", "ure")
+# Words that make a heading a statement or a detail rather than a subject.
+_NOT_A_SUBJECT = {
+    "are",
+    "is",
+    "not",
+    "of",
+    "on",
+    "one",
+    "at",
+    "in",
+    "for",
+    "with",
+    "against",
+    "today",
+}
+
+
+def heading_as_question(heading_path: str) -> str | None:
+    """A heading of the knowledge base as a question a user could ask, or None if none reads well.
+
+    "Ops > Restart the worker" asks "How do I restart the worker?", "Switching embedding models"
+    asks "How do I switch embedding models?", a subject ("Rate limits", "The HNSW vector index")
+    asks how it works. Deterministic, no model call: the Ask page shows these on every visit.
+    """
+    parts = [p.strip() for p in heading_path.split(" > ") if p.strip()]
+    if not parts:
+        return None
+    # After a colon comes detail ("Health: `GET /api/rag`"); code elsewhere is not a subject.
+    leaf = parts[-1].split(":")[0].strip(" .-\u2014")
+    if not leaf or len(leaf) > 60 or re.search(r"[`()\d#{}/,_]", leaf) or leaf[0].islower():
+        return None  # a lower-case heading names code ("grade_docs", "done"), not a subject
+    if leaf.endswith("?"):
+        return leaf
+    words = leaf.split()
+    first = words[0].lower()
+    if leaf.lower() in _GENERIC_HEADINGS or first in _PREPOSITIONS:
+        return None
+    if first in _QUESTION_WORDS | {"how"}:
+        if len(words) > 2 and words[1].lower() == "to":  # "Where to add things"
+            return f"{words[0].capitalize()} do I {' '.join(_base_forms(words[2:]))}?"
+        return None  # "Why this layout": a statement, not a question to ask
+    verb = _GERUNDS.get(first, first)
+    rest = " ".join(_base_forms(words[1:]))
+    if first != verb and " and " in f" {rest} ":  # "Signing in and accounts": the task alone
+        tail = words[words.index("and") + 1 :] if "and" in words else []
+        if tail and not tail[0].lower().endswith("ing"):
+            rest = " ".join(_base_forms(words[1 : words.index("and")]))
+    is_task = verb in _TASK_VERBS and (
+        verb not in _NOUN_LIKE_VERBS or first != verb or (rest and words[1].lower() in _DETERMINERS)
+    )
+    if is_task:
+        if not rest:  # "Ops > Restart": what is restarted, the section above says
+            return f"{parts[-2]}: how do I {verb}?" if len(parts) > 1 else None
+        return f"How do I {verb} {rest}?"
+    lowered = {word.lower() for word in words}
+    if (
+        len(words) > 4
+        or lowered & _NOT_A_SUBJECT
+        or any(w[1:] != w[1:].lower() and not w.isupper() for w in words)
+    ):
+        return None  # a statement, a detail or a code name (QueryRun), not a subject
+    if words[0][1:] == words[0][1:].lower():  # "Rate limits" but "HNSW index", "PostgreSQL"
+        words[0] = words[0].lower()
+    subject = " ".join(words)
+    if words[-1].endswith("s") and not words[-1].endswith(("ss", "us")):
+        return f"How do {subject} work?"
+    if first in _ARTICLES or (len(words) == 1 and first.endswith(_MASS_NOUN_ENDINGS)):
+        return f"How does {subject} work?"
+    return f"How does the {subject} work?"
 
 
 def example_questions(*, limit: int = 4) -> list[str]:
-    """Questions a new user could ask, made from section headings of the ingested docs."""
-    headings = (
+    """Questions a new user could ask, made from real section headings of the ingested docs.
+
+    One per document in turn, so the examples span the knowledge base; within a document, task
+    headings ("How do I ...?") before subjects.
+    """
+    # Each heading once (a long section spans several chunks), in the order of the documents.
+    rows = (
         Chunk.objects.exclude(heading_path="")
-        .filter(ordinal=0)
-        .order_by("document__source_path")
-        .values_list("heading_path", flat=True)[: limit * 4]
+        .values_list("document_id", "heading_path")
+        .annotate(first=models.Min("ordinal"))
+        .order_by("document__source_path", "first")[:2000]  # a bound for very large bases
     )
-    questions, seen = [], set()
-    for path in headings:
-        leaf = path.split(" > ")[-1]
-        if leaf.lower() not in seen and len(leaf) < 60:
-            seen.add(leaf.lower())
-            questions.append(f"What does the documentation say about {leaf.lower()}?")
-    return questions[:limit]
+    by_document: dict[int, list[str]] = {}
+    seen = set()
+    for document_id, path, _ in rows:
+        question = heading_as_question(path)
+        if question and question.lower() not in seen:
+            seen.add(question.lower())
+            by_document.setdefault(document_id, []).append(question)
+    for questions in by_document.values():
+        questions.sort(key=lambda question: " do I " not in question)  # stable: tasks first
+    suggested = []
+    for turn in range(max((len(q) for q in by_document.values()), default=0)):
+        suggested += [
+            questions[turn] for questions in by_document.values() if turn < len(questions)
+        ]
+    return suggested[:limit]
 
 
-def runs_search(*, user, q: str = "", status: str = "", risk: str = "", since=None, until=None):
-    """The history: runs `user` may see, filtered, newest first."""
+def runs_search(
+    *,
+    user,
+    q: str = "",
+    status: str = "",
+    risk: str = "",
+    since=None,
+    until=None,
+    evaluation: bool | None = None,
+):
+    """The history: runs `user` may see, filtered, newest first.
+
+    `evaluation` True keeps only the runs of `manage.py eval_rag`, False only people's runs,
+    None both.
+    """
     runs = runs_visible_to(user=user).select_related("owner").order_by("-created_at")
+    if evaluation is not None:
+        runs = runs.filter(evaluation__isnull=not evaluation)
     if q:
         runs = runs.filter(models.Q(query__icontains=q) | models.Q(answer__icontains=q))
     if status:
@@ -178,6 +323,29 @@ def runs_search(*, user, q: str = "", status: str = "", risk: str = "", since=No
     if until:
         runs = runs.filter(created_at__date__lte=until)
     return runs
+
+
+def chunks_by_id(*, chunk_ids) -> dict[int, Chunk]:
+    """Chunks with their documents, by id (the source previews of an answer); missing ids absent."""
+    chunks = Chunk.objects.select_related("document").defer("embedding").filter(pk__in=chunk_ids)
+    return {chunk.pk: chunk for chunk in chunks}
+
+
+def run_grade_scores(*, run: QueryRun) -> dict[int, float]:
+    """The relevance each chunk got when graded in `run` (its last grading), by chunk id."""
+    scores = {}
+    for payload in (
+        run.events.filter(kind="grade").order_by("seq").values_list("payload", flat=True)
+    ):
+        chunk_id = (payload.get("document") or {}).get("chunk_id")
+        if chunk_id is not None and payload.get("score") is not None:
+            scores[chunk_id] = payload["score"]
+    return scores
+
+
+def feedback_get(*, run: QueryRun, user) -> Feedback | None:
+    """`user`'s feedback on `run`, if they gave any."""
+    return Feedback.objects.filter(run=run, user=user).first()
 
 
 def chunk_get(*, chunk_id: int) -> Chunk | None:

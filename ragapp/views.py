@@ -17,10 +17,13 @@ from ragapp.rendering import render_markdown, render_plain
 from ragapp.runs.submit import RunLimitReached, run_submit
 from ragapp.selectors import (
     chunk_get,
+    chunks_by_id,
     database_status,
     example_questions,
+    feedback_get,
     recent_runs,
     run_events_list,
+    run_grade_scores,
     run_is_finished,
     runs_search,
     runs_visible_to,
@@ -128,25 +131,44 @@ def _trace_page_context(run: QueryRun) -> dict:
 @login_required
 @require_http_methods(["POST"])
 def run_feedback(request, run_id):
-    """Thumbs up/down with an optional comment on a finished run."""
+    """Thumbs up/down with an optional comment on a finished run.
+
+    A plain form POST comes back to the run page; static/ragapp/feedback.js posts the same form
+    with `X-Requested-With: fetch` and gets the feedback block back, so the page stays put.
+    """
     run = _visible_run(request, run_id)
     form = FeedbackForm(request.POST)
     if not form.is_valid():
         return render(request, "ragapp/_feedback_errors.html", {"form": form}, status=400)
     try:
-        feedback_submit(run=run, user=request.user, **form.cleaned_data)
+        feedback = feedback_submit(run=run, user=request.user, **form.cleaned_data)
     except ValidationError as exc:
         return HttpResponseBadRequest(" ".join(exc.messages))
+    if request.headers.get("X-Requested-With") == "fetch":
+        context = _feedback_context(run, feedback)
+        return render(request, "ragapp/_feedback.html", {**context, "thanks": True})
     messages.success(request, "Thanks for the feedback.")
     return redirect("run-detail", run_id=run.pk)
+
+
+def _feedback_context(run: QueryRun, feedback) -> dict:
+    """The feedback block: the thumbs, and once rated, the rating given and the comment box."""
+    initial = {"comment": feedback.comment} if feedback else {}
+    return {"run": run, "feedback": feedback, "feedback_form": FeedbackForm(initial=initial)}
 
 
 @login_required
 def history(request):
     """The user's runs (everyone's for staff): searchable, filterable, paginated."""
     form = HistoryFilterForm(request.GET or None)
-    filters = form.cleaned_data if form.is_valid() else {}
-    runs = runs_search(user=request.user, **{k: v for k, v in filters.items() if v})
+    if not request.user.is_staff:
+        del form.fields["evaluation"]  # only staff see runs they did not ask themselves
+    filters = dict(form.cleaned_data) if form.is_valid() else {}
+    # People's runs by default; the evaluation filter shows the evaluations' runs instead.
+    evaluation = bool(filters.pop("evaluation", False))
+    runs = runs_search(
+        user=request.user, evaluation=evaluation, **{k: v for k, v in filters.items() if v}
+    )
     page = Paginator(runs, 20).get_page(request.GET.get("page"))
     query = request.GET.copy()
     query.pop("page", None)
@@ -186,24 +208,61 @@ def run_answer(request, run_id):
     )
 
 
+# Why a run was refused, in one plain sentence each (the refusal reasons of ragapp/runs/runner.py).
+# The claims an unfaithful draft made are in the trace, not here.
+REFUSAL_SENTENCES = {
+    "no_relevant_documents": "Nothing in the documentation was relevant enough to answer this.",
+    "not_in_documents": "The passages found do not answer this question.",
+    "unfaithful": (
+        "The draft answer said things the documentation does not support, even after a "
+        "revision, so it is withheld."
+    ),
+}
+REFUSAL_LABELS = {
+    "no_relevant_documents": "No relevant documentation",
+    "not_in_documents": "Not in the documentation",
+    "unfaithful": "Refused: not faithful",
+}
+
+
 def _answer_context(request, run: QueryRun, *, with_feedback: bool) -> dict:
     """What templates/ragapp/_answer.html needs to show a run's outcome."""
     meta = run.response_metadata or {}
-    sources = [_for_display(s, score=s.get("similarity")) for s in meta.get("sources", [])]
+    stored = meta.get("sources", []) + meta.get("passages", [])
+    chunks = chunks_by_id(chunk_ids=[s["chunk_id"] for s in stored if s.get("chunk_id")])
+    # A source's relevance is the grade its trace line shows, so the two agree; the search's
+    # similarity only where no grade was stored.
+    graded = run_grade_scores(run=run) if meta.get("sources") else {}
+    sources = [
+        _for_display(
+            s,
+            score=graded.get(s.get("chunk_id"), s.get("similarity")),
+            chunk=chunks.get(s.get("chunk_id")),
+        )
+        for s in meta.get("sources", [])
+    ]
     passages = [_for_display(p, score=p.get("relevance")) for p in meta.get("passages", [])]
-    return {
+    reason = meta.get("refusal_reason") or "unfaithful"
+    refusal = REFUSAL_SENTENCES.get(reason, REFUSAL_SENTENCES["unfaithful"])
+    refused = run.status == QueryRun.Status.REFUSED
+    context = {
         "run": run,
         "error": error_for(request.user, run.error),
         "answer_html": render_markdown(run.answer, sources={s["n"] for s in sources}),
         "sources": sources,
         "passages": passages,
-        "copy_text": answer_as_markdown(request, run.answer, sources),
+        "refusal_sentence": refusal,
+        "refusal_label": REFUSAL_LABELS.get(reason, REFUSAL_LABELS["unfaithful"]),
+        "copy_text": refusal if refused else answer_as_markdown(request, run.answer, sources),
         "meta": meta,
         "tokens": sum(
             t.get("input", 0) + t.get("output", 0) for t in meta.get("tokens", {}).values()
         ),
-        "feedback_form": FeedbackForm() if with_feedback else None,
+        "feedback_form": None,
     }
+    if with_feedback:
+        context.update(_feedback_context(run, feedback_get(run=run, user=request.user)))
+    return context
 
 
 def answer_as_markdown(request, answer: str, sources: list[dict]) -> str:
@@ -252,11 +311,22 @@ def relevance_word(score: float | None) -> str:
     return next((word for floor, word in RELEVANCE_WORDS if score >= floor), "low")
 
 
-def _for_display(item: dict, *, score: float | None) -> dict:
-    """A stored source or passage with what the page shows added; the stored dict is untouched."""
-    return {
+def _for_display(item: dict, *, score: float | None, chunk=None) -> dict:
+    """A stored source or passage with what the page shows added; the stored dict is untouched.
+
+    With its chunk, a source also carries the chunk's text for the in-place preview, and the
+    document's public link when ingestion recorded one (`url`, http or https only).
+    """
+    shown = {
         **item,
         "display_path": display_path(item.get("source_path", "")),
         "score": score,
         "relevance_word": relevance_word(score),
+        "heading_trail": " \u203a ".join(p for p in item.get("heading_path", "").split(" > ") if p),
     }
+    if chunk is not None:
+        shown["preview_html"] = render_markdown(chunk.text)
+        # `url` is recorded with a source when its document is published (ingestion/publishing.py).
+        url = item.get("url") or getattr(chunk, "public_url", "") or ""
+        shown["public_url"] = url if url.startswith(("https://", "http://")) else ""
+    return shown

@@ -11,6 +11,8 @@ The package is laid out along the way a file travels:
   line endings and control characters normalised;
 - ``markdown``, ``rst``, ``html``, ``plain_text``: one converter per format, each returning
   ``(title or None, text)``; ``markdown_output`` holds what they share to write that text;
+- ``pdf``, ``docx``: the binary formats, read from bytes by their libraries (PDFium,
+  python-docx); a PDF keeps its pages apart so every chunk knows its page;
 - ``document``: ``load_document``, which runs those steps for one file.
 
 Callers import from here; the modules behind it are free to change.

@@ -10,7 +10,12 @@ FORMAT_BY_SUFFIX = {
     ".htm": "html",
     ".txt": "text",
     ".text": "text",
+    ".pdf": "pdf",
+    ".docx": "docx",
 }
+
+# Formats read from their bytes by their own library, not decoded as text first.
+BINARY_FORMATS = frozenset({"pdf", "docx"})
 # Each of these may also carry a trailing ".gz"; detect_format() handles that.
 SUPPORTED_SUFFIXES = frozenset(FORMAT_BY_SUFFIX)
 

@@ -72,6 +72,28 @@ def convert(text: str) -> tuple[str | None, str]:
     return _page_title(parser.title, parser.first_h1) or None, "".join(parser.out)
 
 
+class _CanonicalFinder(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.url = ""
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = dict(attrs)
+        rels = (values.get("rel") or "").lower().split()
+        if tag == "link" and "canonical" in rels and not self.url:
+            self.url = (values.get("href") or "").strip()
+
+
+def canonical_url(text: str) -> str:
+    """The page's `<link rel="canonical" href>`, "" without one: where it says it lives."""
+    finder = _CanonicalFinder()
+    # The link belongs in <head>: reading that far is enough, and cheap on a large page.
+    head_end = text.lower().find("</head>")
+    finder.feed(text if head_end < 0 else text[:head_end])
+    finder.close()
+    return finder.url
+
+
 # What sites put between a page's title and their own name: "Signals — Django documentation".
 _TITLE_SEPARATOR = re.compile(r"\s*[\u2014\u2013|\u00b7]\s*|\s+[-:]\s+")
 

@@ -9,6 +9,7 @@ _NOT_SETEXT_TEXT = re.compile(r"^(?: {4}|\s*(?:[#>|]|[*+-]\s|\d+[.)]\s|`{3}|~{3}
 _FRONT_MATTER = re.compile(r"\A---\n(.*?)^(?:---|\.\.\.)$\n?", re.DOTALL | re.MULTILINE)
 _YAML_KEY = re.compile(r"^[\w-]+\s*:")
 _YAML_TITLE = re.compile(r"^title\s*:\s*(.+?)\s*$", re.MULTILINE)
+_YAML_URL = re.compile(r"^url\s*:\s*(.+?)\s*$", re.MULTILINE)
 
 
 def convert(text: str) -> tuple[str | None, str]:
@@ -22,6 +23,14 @@ def convert(text: str) -> tuple[str | None, str]:
         text = text[m.end() :]
     text = _setext_to_atx(text)
     return _first_h1(text) or fm_title, text
+
+
+def front_matter_url(text: str) -> str:
+    """The `url:` of the front matter, "" without one: where the page says it is published."""
+    m = _FRONT_MATTER.match(text)
+    if m and _YAML_KEY.match(m.group(1).lstrip("\n")) and (u := _YAML_URL.search(m.group(1))):
+        return _unquote(u.group(1))
+    return ""
 
 
 def _fence_marker(line: str) -> str | None:

@@ -23,10 +23,18 @@ class DocumentSummarySerializer(serializers.Serializer):
     chunk_id = serializers.IntegerField()
     document_id = serializers.IntegerField()
     title = serializers.CharField()
-    source_path = serializers.CharField()
+    source_path = serializers.CharField(
+        help_text="The file's path relative to its ingest root; never an absolute server path."
+    )
     heading_path = serializers.CharField(allow_blank=True)
     similarity = serializers.FloatField(help_text="Cosine similarity to the search query.")
     has_code = serializers.BooleanField()
+    url = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        help_text="The published page, with the section's anchor or #page=N; empty when the "
+        "documents were ingested without --base-url. As it was when the run ran.",
+    )
 
 
 class CitedSourceSerializer(DocumentSummarySerializer):
@@ -63,6 +71,18 @@ class GradeDocsPayload(serializers.Serializer):
     passed = serializers.IntegerField(min_value=0)
     total = serializers.IntegerField(min_value=0)
     kept_overall = serializers.IntegerField(min_value=0)
+    duration_ms = serializers.FloatField()
+
+
+class CondensePayload(serializers.Serializer):
+    original_question = serializers.CharField(help_text="The follow-up as the user asked it.")
+    standalone_question = serializers.CharField(
+        help_text="What the run answers: the model's standalone question, or the follow-up "
+        "itself when condensing fell back."
+    )
+    turns = serializers.IntegerField(min_value=1, help_text="Earlier turns the model was shown.")
+    fallback = serializers.BooleanField(help_text="True: the follow-up was used as asked.")
+    reason = serializers.CharField(allow_blank=True, help_text="Why it fell back, if it did.")
     duration_ms = serializers.FloatField()
 
 
@@ -125,10 +145,11 @@ class PassageSerializer(serializers.Serializer):
     chunk_id = serializers.IntegerField()
     document_id = serializers.IntegerField()
     title = serializers.CharField(allow_blank=True)
-    source_path = serializers.CharField()
+    source_path = serializers.CharField(help_text="Relative to its ingest root.")
     heading_path = serializers.CharField(allow_blank=True)
     similarity = serializers.FloatField()
     has_code = serializers.BooleanField()
+    url = serializers.CharField(required=False, allow_blank=True, help_text="Its published page.")
     relevance = serializers.FloatField(help_text="The relevance judge's score, 0 to 1.")
     excerpt = serializers.CharField(help_text="The passage's text, at most 400 characters.")
 
@@ -173,6 +194,7 @@ class DonePayload(serializers.Serializer):
 # One payload schema per kind, and the event schemas are built from it; a kind missing here would
 # be missing from /api/schema/, so tests/ragapp/trace/test_kinds.py checks it covers EventKind.
 PAYLOADS: dict[EventKind, type[serializers.Serializer]] = {
+    EventKind.CONDENSE: CondensePayload,
     EventKind.RETRIEVE: RetrievePayload,
     EventKind.GRADE: GradePayload,
     EventKind.GRADE_DOCS: GradeDocsPayload,

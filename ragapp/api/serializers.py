@@ -117,7 +117,20 @@ class RunDetailSerializer(RunSerializer):
         read_only_fields = fields
 
     def get_sources(self, run) -> CitedSourceSerializer(many=True):
-        return (run.response_metadata or {}).get("sources", [])
+        return self._public((run.response_metadata or {}).get("sources", []))
+
+    def _public(self, items: list[dict]) -> list[dict]:
+        """Items whose source_path is an absolute server path (runs from before ingest roots
+        were recorded) show only the file's name to anyone but staff."""
+        user = getattr(self.context.get("request"), "user", None)
+        if getattr(user, "is_staff", False):
+            return items
+        return [
+            {**item, "source_path": item["source_path"].rsplit("/", 1)[-1]}
+            if str(item.get("source_path", "")).startswith("/")
+            else item
+            for item in items
+        ]
 
     def get_refusal_reason(self, run) -> str:
         return (run.response_metadata or {}).get("refusal_reason", "")
@@ -136,7 +149,7 @@ class RunDetailSerializer(RunSerializer):
 
     def get_passages(self, run) -> PassageSerializer(many=True):
         """When refused: the closest passages the search found, labelled as not an answer."""
-        return (run.response_metadata or {}).get("passages", [])
+        return self._public((run.response_metadata or {}).get("passages", []))
 
 
 class RunFilterSerializer(serializers.Serializer):

@@ -57,6 +57,9 @@ def _problems(data: object) -> list[str]:
         problems.append("an unanswerable question has no sources and no facts")
     if "section" in data and not isinstance(data["section"], str):
         problems.append("'section' must be str")
+    if data.get("todo"):
+        # `export_golden` marks what only a person can write; scoring without it would mislead.
+        problems.append(f"unfinished: {data['todo']} (then delete its 'todo' key)")
     return problems
 
 

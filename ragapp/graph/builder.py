@@ -10,6 +10,7 @@ from langgraph.runtime import Runtime
 from ragapp.graph import nodes, routes
 from ragapp.graph.context import GraphContext
 from ragapp.graph.state import RAGState
+from ragapp.observability.instrument import ObservedStateGraph
 
 
 def _after_grade_docs(state: RAGState, runtime: Runtime[GraphContext]):
@@ -21,17 +22,26 @@ def _after_grade_answer(state: RAGState, runtime: Runtime[GraphContext]):
 
 
 @cache
-def build_graph():
-    """Compile the self-correcting RAG graph (once per process; it holds no clients)."""
+def build_graph(*, observed: bool = True):
+    """Compile the self-correcting RAG graph (once per process; it holds no clients).
+
+    `observed`: every node timed, traced and named in the logs (ragapp/observability); only
+    bench/graph.py builds it without, to measure what that costs.
+    """
+    graph = ObservedStateGraph if observed else StateGraph
     return (
-        StateGraph(RAGState, context_schema=GraphContext)
+        graph(RAGState, context_schema=GraphContext)
+        .add_node("condense", nodes.condense)
         .add_node("retrieve", nodes.retrieve)
         .add_node("grade_docs", nodes.grade_docs)
         .add_node("broaden_query", nodes.broaden_query)
         .add_node("generate", nodes.generate)
         .add_node("grade_answer", nodes.grade_answer)
         .add_node("refine_answer", nodes.refine_answer)
-        .add_edge(START, "retrieve")
+        .add_conditional_edges(
+            START, routes.start, {"condense": "condense", "retrieve": "retrieve"}
+        )
+        .add_edge("condense", "retrieve")
         .add_edge("retrieve", "grade_docs")
         .add_conditional_edges(
             "grade_docs",

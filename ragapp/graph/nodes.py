@@ -1,4 +1,4 @@
-"""The six nodes. Each is `(state, runtime) -> partial state`; models and services come injected.
+"""The nodes. Each is `(state, runtime) -> partial state`; models and services come injected.
 
 Every node emits its trace events through the run's emitter and records its own duration.
 """
@@ -7,16 +7,21 @@ from __future__ import annotations
 
 import re
 import time
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 from django.db import close_old_connections
+from langchain_core.runnables.config import ContextThreadPoolExecutor
 from langgraph.runtime import Runtime
 
 from ragapp.graph import prompts
 from ragapp.graph.context import GraphContext
 from ragapp.graph.grounding import declines, prune
-from ragapp.graph.judges import judge_faithfulness, judge_relevance, text_call
+from ragapp.graph.judges import (
+    describe_problem,
+    judge_faithfulness,
+    judge_relevance,
+    text_call,
+)
 from ragapp.graph.state import AnswerGrade, DocGrade, RAGState, RetrievedDoc, usable_numbers
 from ragapp.trace.kinds import EventKind
 
@@ -31,6 +36,51 @@ def _timed(ctx: GraphContext, node: str):
     finally:
         timing["ms"] = (time.perf_counter() - started) * 1000
         ctx.timings[node] = ctx.timings.get(node, 0.0) + timing["ms"]
+
+
+def condense(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
+    """Rewrite a follow-up and the thread's earlier turns into one standalone question.
+
+    Only a run with earlier turns comes here (the router skips it otherwise). Everything after
+    works on the standalone question: retrieval, grading, the answer and its check. If the model
+    fails or writes nothing usable, the follow-up is used as asked, and the trace says why.
+    """
+    ctx = runtime.context
+    followup = state["original_query"]
+    turns = state.get("history", [])
+    reason = ""
+    with _timed(ctx, "condense") as timing:
+        try:
+            reply = text_call(
+                ctx.models.broadener,
+                prompts.condense_messages(turns, followup),
+                usage=ctx.usage,
+                max_tokens=CONDENSE_MAX_TOKENS,
+            )
+        except Exception as exc:  # any failure of this one call: the follow-up still gets answered
+            reply, reason = "", f"the model failed ({describe_problem(exc)})"
+    standalone = _first_line(reply)
+    if not standalone and not reason:
+        reason = "the model wrote no question"
+    ctx.emitter.emit(
+        EventKind.CONDENSE,
+        {
+            "original_question": followup,
+            "standalone_question": standalone or followup,
+            "turns": len(turns),
+            "fallback": bool(reason),
+            "reason": reason,
+            "duration_ms": round(timing["ms"], 1),
+        },
+        node="condense",
+        duration_ms=timing["ms"],
+    )
+    question = standalone or followup
+    return {"query": question, "original_query": question, "asked_query": followup}
+
+
+# A question, not an essay: the 1.5B model otherwise sometimes goes on to answer it.
+CONDENSE_MAX_TOKENS = 80
 
 
 def retrieve(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
@@ -131,7 +181,9 @@ def _judge_all(
         grades = [_grade_one(ctx, question, context, n) for n in numbers]
     elif numbers:
         workers = max(1, min(ctx.limits.grade_concurrency, len(numbers)))
-        with ThreadPoolExecutor(max_workers=workers) as pool:
+        # Each verdict runs in a copy of this thread's context: its model call reports to the
+        # run's callbacks, its span nests under this node's and its log lines name the run.
+        with ContextThreadPoolExecutor(max_workers=workers) as pool:
             grades = list(pool.map(lambda n: _in_pool(ctx, question, context, n), numbers))
     else:
         grades = []

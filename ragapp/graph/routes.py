@@ -8,6 +8,11 @@ from ragapp.graph.context import GraphLimits
 from ragapp.graph.state import RAGState
 
 
+def start(state: RAGState) -> Literal["condense", "retrieve"]:
+    """A follow-up is first made standalone; a first question costs no condense call."""
+    return "condense" if state.get("history") else "retrieve"
+
+
 def after_grade_docs(state: RAGState, limits: GraphLimits) -> Literal["generate", "broaden_query"]:
     """Enough relevant documents: generate. Otherwise broaden, until the last retrieval."""
     if len(state.get("filtered_documents", [])) >= limits.min_relevant_docs:

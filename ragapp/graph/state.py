@@ -1,4 +1,4 @@
-"""The graph's typed state: what flows between the six nodes."""
+"""The graph's typed state: what flows between the nodes."""
 
 from __future__ import annotations
 
@@ -19,11 +19,18 @@ class RetrievedDoc:
     text: str
     similarity: float
     has_code: bool = False
+    # What users see: the path relative to the ingest root, and the published page with its
+    # anchor ("" when the root has no base URL). Stored in the trace, so a run keeps its links.
+    public_path: str = ""
+    url: str = ""
 
     def summary(self) -> dict:
-        """The document's identity for trace payloads (no full text)."""
+        """The document's identity for trace payloads (no full text, no server path)."""
         data = asdict(self)
         data.pop("text")
+        public = data.pop("public_path") or self.source_path
+        # The trace streams to the run's owner, who must never see an absolute server path.
+        data["source_path"] = public.rsplit("/", 1)[-1] if public.startswith("/") else public
         data["similarity"] = round(self.similarity, 4)
         return data
 
@@ -58,7 +65,11 @@ class RAGState(TypedDict, total=False):
     """State channels. Counters add up across nodes; everything else is replaced."""
 
     query: str  # what retrieval searches for; broaden_query rewrites it
-    original_query: str  # what the user asked; never changed, always what is answered
+    # What is answered: the question as asked, or for a follow-up the standalone question that
+    # `condense` wrote; never changed after that.
+    original_query: str
+    asked_query: str  # a follow-up as the user typed it (set by condense)
+    history: list[tuple[str, str]]  # the thread's earlier (question, answer) turns, oldest first
     documents: list[RetrievedDoc]  # the latest retrieval's hits
     grades: list[DocGrade]  # the latest grading, one per document
     filtered_documents: list[RetrievedDoc]  # the hits that passed grading (kept across retrievals)

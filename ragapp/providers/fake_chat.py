@@ -29,6 +29,8 @@ _QUESTION = re.compile(r"^Question: (.*)$", re.M)
 _ANSWER = re.compile(r"<answer>\n(.*?)\n</answer>", re.S)
 _USER_ASKED = re.compile(r"^The user asked: (.*)$", re.M)
 _QUERY_WAS = re.compile(r"^The search query was: (.*)$", re.M)
+_FOLLOW_UP = re.compile(r"^Follow-up: (.*)$", re.M)
+_EARLIER_QUESTION = re.compile(r"^Question \d+: (.*)$", re.M)
 # The tails of the shared-prefix prompts: which document a verdict is about, which ones may be used.
 _ABOUT = re.compile(r"Does document \[(\d+)\]")
 _CLAIM = re.compile(r"^Claim: (.*)$", re.M)
@@ -53,6 +55,12 @@ def _default_generate(question: str, docs: list[str]) -> str:
     return f"According to the documentation, {first[:200]} [1]"
 
 
+def _default_condense(earlier: list[str], followup: str) -> str:
+    # Deterministic and good enough for retrieval by word overlap: the follow-up, then what the
+    # last earlier question was about.
+    return f"{followup} (about: {earlier[-1]})" if earlier else followup
+
+
 def _default_broaden(original: str, query: str) -> str:
     words = [w for w in query.split() if not any(ch.isdigit() for ch in w)]
     return " ".join(words[:4]) if words else original
@@ -67,6 +75,8 @@ class FakeScript:
     generate: Callable[[str, list[str]], str] = _default_generate
     refine: Callable[[str, list[str]], str] = lambda answer, claims: answer + " (refined)"
     broaden: Callable[[str, str], str] = _default_broaden
+    # (earlier questions, follow-up) -> standalone question; raise to fail the call
+    condense: Callable[[list[str], str], str] = _default_condense
     risk: Callable[[float], str] | None = None  # score -> risk; None: derived from the score
     invalid_output_for: set[str] = field(default_factory=set)  # schema names answering garbage
     calls: list[str] = field(default_factory=list)  # task names, in call order
@@ -90,9 +100,22 @@ class FakeChatModel(BaseChatModel):
             time.sleep(self.delay_s)
         if kwargs.get("logprobs"):
             return self._yes_no(prompt)
+        schema = kwargs.get("judgment_schema")
+        if schema is not None:  # from with_structured_output
+            self.script.calls.append(schema.__name__)
+            if schema.__name__ in self.script.invalid_output_for:
+                text = "this is not JSON"
+            else:
+                text = self._judgment(schema, prompt).model_dump_json()
+            return ChatResult(generations=[ChatGeneration(message=_message(prompt, text))])
         docs = _usable(prompt)
         answer = _ANSWER.search(prompt)
-        if _USER_ASKED.search(prompt):  # broaden_query
+        if _FOLLOW_UP.search(prompt):  # condense: checked first, its turns hold <answer> tags
+            self.script.calls.append("condense")
+            text = self.script.condense(
+                [q.strip() for q in _EARLIER_QUESTION.findall(prompt)], _first(_FOLLOW_UP, prompt)
+            )
+        elif _USER_ASKED.search(prompt):  # broaden_query
             self.script.calls.append("broaden")
             text = self.script.broaden(_first(_USER_ASKED, prompt), _first(_QUERY_WAS, prompt))
         elif answer:  # refine_answer: the prompt carries the draft and the flagged claims
@@ -107,19 +130,16 @@ class FakeChatModel(BaseChatModel):
     def with_structured_output(self, schema, *, include_raw: bool = False, **kwargs: Any):
         """Answer with a `schema` instance computed by the script."""
 
-        def judge(messages: list[BaseMessage]) -> Any:
-            prompt = messages[-1].content
-            if self.delay_s:
-                time.sleep(self.delay_s)
-            self.script.calls.append(schema.__name__)
-            if schema.__name__ in self.script.invalid_output_for:
-                raw = _message(prompt, "this is not JSON")
+        def parse(raw: AIMessage) -> Any:
+            try:
+                parsed = schema.model_validate_json(raw.content)
+            except ValueError:
                 return {"raw": raw, "parsed": None, "parsing_error": ValueError("not JSON")}
-            parsed = self._judgment(schema, prompt)
-            raw = _message(prompt, parsed.model_dump_json())
             return {"raw": raw, "parsed": parsed, "parsing_error": None} if include_raw else parsed
 
-        return RunnableLambda(judge)
+        # Through the model itself, as a real model's structured output is: callbacks (metrics,
+        # traces) see the call and its usage like any other.
+        return self.bind(judgment_schema=schema) | RunnableLambda(parse)
 
     def _yes_no(self, prompt: str) -> ChatResult:
         """A one-token yes/no reply with token probabilities, like an OpenAI-compatible server."""

@@ -50,6 +50,8 @@ def _as_doc(chunk: Chunk, similarity: float) -> RetrievedDoc:
         text=chunk.text,
         similarity=similarity,
         has_code=chunk.has_code,
+        public_path=chunk.document.public_path,
+        url=chunk.public_url,
     )
 
 

@@ -27,8 +27,11 @@ logger = logging.getLogger(__name__)
 
 
 class RunExecutor(Protocol):
-    def submit(self, run_id) -> object:
-        """Have the queued run `run_id` executed, eventually, somewhere."""
+    def submit(self, run_id, trace_context: dict | None = None) -> object:
+        """Have the queued run `run_id` executed, eventually, somewhere.
+
+        `trace_context` carries the submitting request's trace (observability/tracing.py).
+        """
 
 
 class ThreadRunExecutor:
@@ -37,8 +40,8 @@ class ThreadRunExecutor:
     def __init__(self, max_workers: int):
         self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="rag-run")
 
-    def submit(self, run_id) -> Future:
-        return self._pool.submit(execute_queued_run, run_id)
+    def submit(self, run_id, trace_context: dict | None = None) -> Future:
+        return self._pool.submit(execute_queued_run, run_id, trace_context)
 
     def shutdown(self, wait: bool = True) -> None:
         """Stop taking runs (tests, process exit)."""
@@ -48,13 +51,15 @@ class ThreadRunExecutor:
 class CeleryRunExecutor:
     """Sends queued runs to the Celery workers through the broker."""
 
-    def submit(self, run_id) -> None:
+    def submit(self, run_id, trace_context: dict | None = None) -> None:
         try:
             # Sent by name: the web process needs the broker, not the task's code. The broker
             # may be restarting: retry briefly, then give up visibly.
             app.send_task(
                 EXECUTE_RUN_TASK,
                 args=[str(run_id)],
+                # In the message itself, so the worker's trace of the run links to the request.
+                kwargs={"trace_context": trace_context} if trace_context else {},
                 retry=True,
                 retry_policy={"max_retries": 3, "interval_start": 0.2, "interval_step": 0.5},
             )

@@ -20,6 +20,7 @@ from ragapp.graph.grounding import MISSING
 from ragapp.graph.prompts import FALLBACK_ANSWER
 from ragapp.graph.state import usable_numbers
 from ragapp.models import QueryRun
+from ragapp.observability.instrument import observed_run
 from ragapp.pricing import estimate_cost
 from ragapp.providers import get_embeddings
 from ragapp.providers.chat import get_chat_models
@@ -48,10 +49,11 @@ def limits_from_settings() -> GraphLimits:
     )
 
 
-def execute_queued_run(run_id) -> None:
+def execute_queued_run(run_id, trace_context: dict | None = None) -> None:
     """Execute the queued run `run_id` on this thread, publishing its events as they happen.
 
-    The entry point of the executor's threads and of the Celery task.
+    The entry point of the executor's threads and of the Celery task. `trace_context` is the
+    submitting request's trace carrier (observability/tracing.py), for the run's trace to link to.
     """
     close_old_connections()
     try:
@@ -60,7 +62,7 @@ def execute_queued_run(run_id) -> None:
             # Delivered twice, or failed while it waited (lost queue): never run it again.
             logger.warning("run %s is %s, not queued: not executing it", run_id, run.status)
             return
-        execute_run(run, subscribers=[publish])
+        execute_run(run, subscribers=[publish], trace_context=trace_context)
     except Exception:  # execute_run records failures itself; this is a bug net, never silent
         logger.exception("executing run %s crashed", run_id)
     finally:
@@ -74,16 +76,35 @@ def execute_run(
     retriever=None,
     limits: GraphLimits | None = None,
     subscribers: list[Subscriber] | None = None,
+    history: list[tuple[str, str]] | None = None,
+    trace_context: dict | None = None,
 ) -> QueryRun:
-    """Run the graph for `run`, storing every event; the run ends answered, refused or failed."""
+    """Run the graph for `run`, storing every event; the run ends answered, refused or failed.
+
+    `history` holds the earlier (question, answer) turns a follow-up is read with, oldest first.
+    """
     emitter = RunEmitter(run, subscribers)
     run_start(run=run)
-    with executing(run.pk):
-        _execute(run, emitter, models=models, retriever=retriever, limits=limits)
+    # Metrics, the run's trace and its log context: around the run, each node, each model call.
+    with (
+        observed_run(
+            run, provider=settings.RAG_CHAT_PROVIDER, trace_context=trace_context
+        ) as callbacks,
+        executing(run.pk),
+    ):
+        _execute(
+            run,
+            emitter,
+            models=models,
+            retriever=retriever,
+            limits=limits,
+            history=history or [],
+            callbacks=callbacks,
+        )
     return run
 
 
-def _execute(run, emitter, *, models, retriever, limits) -> None:
+def _execute(run, emitter, *, models, retriever, limits, history, callbacks) -> None:
     started = time.perf_counter()
     context = None
     try:
@@ -101,10 +122,13 @@ def _execute(run, emitter, *, models, retriever, limits) -> None:
             {
                 "query": run.query,
                 "original_query": run.query,
+                "history": history,
                 "iteration_count": 0,
                 "correction_count": 0,
             },
             context=context,
+            # LangChain hands these down to every model call inside the graph.
+            config={"callbacks": callbacks},
         )
         _finish(run, final, context, emitter, started, embeddings.model_id)
     except Exception as exc:  # any failure must end the run, visibly, never leave it running
@@ -155,6 +179,8 @@ def _finish(run, final, context, emitter, started, embedding_model) -> None:
         sources=sources,
         passages=closest_passages(final) if status == QueryRun.Status.REFUSED else [],
         draft_answer=draft if reason in ("unfaithful", "not_in_documents") else "",
+        # What was answered, when it is not the question as asked (a condensed follow-up).
+        standalone_question=final["original_query"] if final.get("asked_query") else "",
     )
     if grade is not None and grade.declined:
         grade = None  # nothing was checked: no score, no risk

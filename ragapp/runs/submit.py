@@ -6,6 +6,7 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from ragapp.models import QueryRun
+from ragapp.observability import tracing
 from ragapp.runs.executor import get_executor
 from ragapp.services import run_create
 
@@ -38,7 +39,9 @@ def run_submit(*, query: str, owner=None) -> QueryRun:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_SUBMIT_LOCK_KEY])
         _check_room(owner)
         run = run_create(query=query, owner=owner)
-        transaction.on_commit(lambda: get_executor().submit(run.pk))
+        # Captured now, inside the request: the run's trace links to the request's span.
+        trace_context = tracing.capture()
+        transaction.on_commit(lambda: get_executor().submit(run.pk, trace_context))
     return run
 
 

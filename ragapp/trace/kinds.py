@@ -21,6 +21,8 @@ class EventKind(StrEnum):
         member.label = label
         return member
 
+    # A follow-up made standalone: the question as asked, the standalone one, the duration.
+    CONDENSE = "condense", "Standalone question"
     RETRIEVE = "retrieve", "Retrieval"  # one per retrieval: query, hits and their similarity
     GRADE = "grade", "Document grade"  # one per graded document: score, verdict, reasoning
     GRADE_DOCS = "grade_docs", "Grading summary"  # after grading: how many documents passed

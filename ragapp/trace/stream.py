@@ -28,6 +28,7 @@ from django_eventstream.utils import make_id, sse_encode_event
 from django_eventstream.views import events
 
 from ragapp.models import TraceEvent
+from ragapp.observability.metrics import STREAMS_OPEN
 from ragapp.selectors import run_events_list, run_trace_complete, run_visible_to
 
 logger = logging.getLogger(__name__)
@@ -230,13 +231,15 @@ class StreamSlots:
             if self._open[user_id] >= limit:
                 return False
             self._open[user_id] += 1
-            return True
+        STREAMS_OPEN.inc()
+        return True
 
     def give_back(self, user_id) -> None:
         with self._lock:
             self._open[user_id] -= 1
             if self._open[user_id] <= 0:
                 del self._open[user_id]
+        STREAMS_OPEN.dec()
 
     def count(self, user_id) -> int:
         with self._lock:

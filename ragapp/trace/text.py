@@ -40,6 +40,17 @@ def _grade_docs(payload: dict) -> str:
     return f"{payload['passed']} of {payload['total']} documents passed{_ms(payload)}"
 
 
+def _condense(payload: dict) -> str:
+    if payload.get("fallback"):
+        return (
+            f"kept the follow-up as asked: {payload['reason']} - '{payload['original_question']}'"
+        )
+    return (
+        f"made the follow-up standalone: '{payload['original_question']}' → "
+        f"'{payload['standalone_question']}'{_ms(payload)}"
+    )
+
+
 def _broaden(payload: dict) -> str:
     return f"broadened the query: '{payload['old_query']}' → '{payload['new_query']}'"
 
@@ -77,6 +88,7 @@ def _done(payload: dict) -> str:
 
 
 DESCRIBERS: dict[EventKind, Callable[[dict], str]] = {
+    EventKind.CONDENSE: _condense,
     EventKind.RETRIEVE: _retrieve,
     EventKind.GRADE: _grade,
     EventKind.GRADE_DOCS: _grade_docs,

@@ -34,23 +34,45 @@
   }
   function ms(p) { return p.duration_ms != null ? " (" + Math.round(p.duration_ms) + " ms)" : ""; }
 
+  // Scores as words, as the answer's sources show them (RELEVANCE_WORDS in ragapp/views.py);
+  // the exact score is the line's bar's tooltip, not its headline.
+  function relevanceWord(score) { return score >= 0.7 ? "high" : score >= 0.4 ? "medium" : "low"; }
+  function claims(p) {
+    var list = p.problematic_claims || [];
+    return list.length ? " — unsupported: " + list.join("; ") : "";
+  }
+  var refusalReasons = { no_relevant_documents: "no relevant documents", not_in_documents: "not in the documents", unfaithful: "not faithful" };
+
   // One readable line per event; textContent only, so nothing in a payload is ever HTML.
   function describe(e) {
     var p = e.payload || {};
     switch (e.kind) {
+      case "condense": return p.fallback ? "kept the follow-up as asked: " + p.reason + " — “" + p.original_question + "”" : "made the follow-up standalone: “" + p.original_question + "” → “" + p.standalone_question + "”" + ms(p);
       case "retrieve": return "retrieve #" + p.iteration + ": " + p.docs_found + " documents for “" + p.query + "”" + ms(p);
-      case "grade": return "grading document " + p.index + " of " + p.total + " … relevance " + Number(p.score).toFixed(2) + ", " + (p.passed ? "kept" : "filtered out") + " — " + where(p.document);
+      case "grade": return "grading document " + p.index + " of " + p.total + " … " + relevanceWord(Number(p.score)) + " relevance, " + (p.passed ? "kept" : "filtered out") + " — " + where(p.document);
       case "grade_docs": return p.passed + " of " + p.total + " documents passed" + ms(p);
       case "broaden": return "broadened the query: “" + p.old_query + "” → “" + p.new_query + "”";
       case "generate": return p.fallback ? "no relevant documents: honest fallback, no model call" : "generated an answer from " + (p.sources || []).length + " documents" + ms(p);
-      case "grade_answer": if (p.declined) { return "the answer says the documents do not cover the question" + ms(p); } return "faithfulness " + Number(p.faithfulness_score).toFixed(2) + ", risk " + p.hallucination_risk + ": " + (p.faithful ? "faithful" : "not faithful") + ms(p);
+      case "grade_answer":
+        if (p.declined) { return "the answer says the documents do not cover the question" + ms(p); }
+        return (p.after_refinement ? "refined answer checked: " : "answer checked: ") + (p.faithful ? "faithful" : "not faithful") + ", " + p.hallucination_risk + " risk" + ms(p) + claims(p);
       case "refine": return "refined the answer" + ms(p);
-      case "answer": return "final: " + p.status;
+      case "answer": return "final: " + p.status + (p.refusal_reason ? " (" + (refusalReasons[p.refusal_reason] || p.refusal_reason) + ")" : "");
       case "error": return "error: " + p.message;
       case "done": return "done (" + p.status + ")";
       // A declared kind with no case above (test_kinds.py fails on that) still reads as a label.
       default: return hasOwn(kindLabels, e.kind) ? kindLabels[e.kind] : e.kind;
     }
+  }
+
+  // A score as a small bar after the words, with the exact value as its tooltip.
+  function scoreBar(score, label) {
+    var meter = document.createElement("meter");
+    meter.min = 0; meter.max = 1; meter.low = 0.4; meter.high = 0.7; meter.optimum = 1;
+    meter.value = score;
+    meter.title = label + " " + score.toFixed(2);
+    meter.setAttribute("aria-label", meter.title);
+    return meter;
   }
 
   function renderLine(e) {
@@ -61,7 +83,15 @@
     li.className = "event kind-" + e.kind;
     li.dataset.seq = e.seq;
     li.textContent = describe(e);
-    var doc = (e.payload || {}).document;
+    var p = e.payload || {};
+    if (e.kind === "grade" && p.score != null) {
+      li.classList.add(p.passed ? "kept" : "filtered");
+      li.appendChild(scoreBar(Number(p.score), "relevance"));
+    } else if (e.kind === "grade_answer" && !p.declined && p.faithfulness_score != null) {
+      li.classList.add(p.faithful ? "kept" : "filtered");
+      li.appendChild(scoreBar(Number(p.faithfulness_score), "faithfulness"));
+    }
+    var doc = p.document;
     if (doc && doc.source_path) { li.title = doc.source_path; }  // the full path, on hover
     list.appendChild(li);
     if (!replay) { followStatus(e); }

@@ -9,7 +9,9 @@ needs no restart of the web processes.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -17,11 +19,13 @@ from pathlib import Path
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
-from deploy.topology import Topology
+from deploy.topology import ROOT, Topology
 from tests.ragapp.live_server import free_port
 
 HEARTBEAT_S, STALE_S = 0.5, 3.0
+METRICS_TOKEN = "topology-metrics-token-0123"
 
 
 @pytest.fixture(scope="module")
@@ -52,6 +56,7 @@ def topology():
             "RAG_RUN_STALE_SECONDS": str(STALE_S),
             "RAG_API_RUN_RATE": "off",
             "RAG_MAX_ACTIVE_RUNS_PER_USER": "100",  # one user starts every run here
+            "RAG_METRICS_TOKEN": METRICS_TOKEN,
         },
     )
     with topology:
@@ -197,3 +202,46 @@ def test_postgres_restarted_between_runs_needs_no_web_restart(topology, auth):
     run_id = start_run(a, auth)
     assert_whole(Reader(b, run_id, auth).read())
     assert run_detail(b, auth, run_id)["status"] == "answered"
+
+
+def scrape(base: str) -> dict[tuple[str, tuple], float]:
+    """GET /metrics on one web process, by (sample name, sorted labels)."""
+    response = httpx.get(
+        f"{base}/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"}, timeout=10
+    )
+    assert response.status_code == 200, response.text
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(response.text)
+        for sample in family.samples
+    }
+
+
+def test_runs_executed_by_the_worker_appear_in_either_web_process_metrics(topology, auth):
+    """Multi-process mode: the worker's counts reach /metrics, and a killed worker's runs in
+    progress (the kill test above) do not stay counted."""
+    a, b = topology.urls
+    before = scrape(a)
+    assert_whole(Reader(b, start_run(a, auth), auth).read())
+    after_a, after_b = scrape(a), scrape(b)
+
+    answered = ("rag_runs_finished_total", (("status", "answered"),))
+    assert after_a[answered] - before.get(answered, 0) == 1  # counted by the worker process
+    node = ("rag_node_duration_seconds_count", (("node", "generate"),))
+    assert after_a[node] - before.get(node, 0) == 1
+    calls = (
+        "rag_model_calls_total",
+        (("model", "fake-chat"), ("outcome", "ok"), ("provider", "fake")),
+    )
+    assert after_a[calls] > before.get(calls, 0)
+    assert after_a[answered] == after_b[answered]  # both web processes serve the host's sum
+    assert after_a[("rag_runs_in_progress", ())] == 0
+    assert after_a[("rag_ingest_documents_total", (("outcome", "new"),))] >= 1  # ingest_docs too
+
+    # Every metric the Grafana dashboard queries is one these processes export.
+    dashboard = json.loads((ROOT / "deploy" / "grafana-dashboard.json").read_text())
+    exprs = [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
+    used = {name for expr in exprs for name in re.findall(r"\b(rag_[a-z_]+)", expr)}
+    exported = {name for name, _ in after_a}
+    assert len(used) >= 12
+    assert used <= exported, used - exported

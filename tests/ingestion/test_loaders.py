@@ -51,12 +51,14 @@ def test_detect_format(name, expected):
 
 
 def test_supported_suffixes():
-    assert {".md", ".markdown", ".rst", ".html", ".htm", ".txt", ".text"} == SUPPORTED_SUFFIXES
+    assert {
+        *(".md", ".markdown", ".rst", ".html", ".htm", ".txt", ".text", ".pdf", ".docx")
+    } == SUPPORTED_SUFFIXES
 
 
 def test_unsupported_file_is_a_load_error(tmp_path):
     with pytest.raises(LoadError, match="unsupported"):
-        load(tmp_path, "x.pdf", "text")
+        load(tmp_path, "x.odt", "text")
 
 
 def test_markdown_kept_as_is_with_first_h1_as_title(tmp_path):

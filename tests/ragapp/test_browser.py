@@ -87,7 +87,8 @@ def test_a_refusal_still_shows_the_closest_passages(server, browser):
     passages = page.locator(".passages li")
     assert 1 <= passages.count() <= 3
     assert page.locator(".passages li a").first.get_attribute("href").startswith("/chunks/")
-    assert page.inner_text(".passages .source-path") == "docs/ops.md"  # not the server's path
+    shown = page.inner_text(".passages .source-path")
+    assert shown.endswith("ops.md") and not shown.startswith("/"), shown  # not the server's path
     # The query was broadened twice and the one chunk came back each time: graded once.
     summary = page.inner_text("#trace-summary")
     assert summary.startswith("1 document graded, 0 kept · no relevant documents · "), summary

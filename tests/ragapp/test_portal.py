@@ -319,3 +319,202 @@ def test_copy_answer_carries_the_markdown_with_its_source_lines(users):
         "Run `restart` [1].\n\nSources:\n\n"
         "- [1] [Install — Guide > Install](http://testserver/chunks/7/) · guide/install.md"
     )
+
+
+# Feedback in one click, without a reload, and changeable later.
+
+
+def test_feedback_posted_by_the_page_script_gets_the_feedback_block_back(users):
+    from ragapp.models import Feedback
+
+    run = answered(users["owner"], "Restart it.")
+    client = signed_in(users["owner"])
+    url = reverse("run-feedback", args=[run.pk])
+    # static/ragapp/feedback.js: the thumb alone, then the comment; no redirect, no reload.
+    response = client.post(url, {"rating": "-1"}, headers={"X-Requested-With": "fetch"})
+    assert response.status_code == 200
+    block = response.content.decode()
+    assert "Thanks for the feedback." in block and 'id="feedback"' in block
+    assert re.search(r'value="-1" class="thumb thumb-down" aria-pressed="true"', block)
+    assert 'name="comment"' in block  # the comment box comes after the click
+    response = client.post(
+        url, {"rating": "-1", "comment": "Wrong unit."}, headers={"X-Requested-With": "fetch"}
+    )
+    assert (Feedback.objects.get().rating, Feedback.objects.get().comment) == (-1, "Wrong unit.")
+    assert "Wrong unit." in response.content.decode()
+
+
+def test_the_run_page_shows_the_feedback_given_so_it_can_be_changed(users):
+    from ragapp.services import feedback_submit
+
+    run = answered(users["owner"], "Restart it.")
+    body = signed_in(users["owner"]).get(reverse("run-detail", args=[run.pk])).content.decode()
+    assert 'aria-pressed="true"' not in body and 'name="comment"' not in body  # thumbs first
+    feedback_submit(run=run, user=users["owner"], rating=1, comment="Clear & short")
+    body = signed_in(users["owner"]).get(reverse("run-detail", args=[run.pk])).content.decode()
+    assert re.search(r'value="1" class="thumb thumb-up" aria-pressed="true"', body)
+    assert "You rated this answer helpful." in body
+    assert re.search(r">\s*Clear &amp; short</textarea>", body)  # kept when the rating changes
+    assert re.search(r'<button type="submit" name="rating" value="1" class="send-comment">', body)
+
+
+# Sources open a preview of their chunk in place.
+
+
+def test_a_source_carries_a_preview_of_its_chunk_with_its_heading_path(users):
+    from ragapp.models import Chunk, Document
+
+    document = Document.objects.create(
+        source_path="docs/ops.md", title="Ops", format="markdown", content_hash="h", size_bytes=1
+    )
+    chunk = Chunk.objects.create(
+        document=document,
+        ordinal=0,
+        heading_path="Ops > Restart",
+        text="Restart with `systemctl restart worker`.\n\n<script>alert(1)</script>",
+        embedding=[1.0, 0.0],
+    )
+    stored = source(chunk_id=chunk.pk, heading_path="Ops > Restart", source_path="docs/ops.md")
+    run = answered(users["owner"], "Restart it [1].", sources=[stored])
+    body = signed_in(users["owner"]).get(reverse("run-answer", args=[run.pk])).content.decode()
+    preview = re.search(r'<details class="source-preview">(.*?)</details>', body, re.S).group(1)
+    assert "Preview" in preview and "Ops \u203a Restart" in preview
+    assert "<code>systemctl restart worker</code>" in preview
+    assert "<script>" not in preview and "&lt;script&gt;" in preview  # chunk text stays inert
+    assert "Open the published page" not in preview  # no public link recorded
+
+
+def test_a_source_preview_links_to_the_published_page_when_there_is_one(users):
+    from ragapp.models import Chunk, Document
+
+    document = Document.objects.create(
+        source_path="docs/ops.md", title="Ops", format="markdown", content_hash="h", size_bytes=1
+    )
+    chunk = Chunk.objects.create(
+        document=document, ordinal=0, heading_path="Ops", text="Restart.", embedding=[1.0, 0.0]
+    )
+    published = source(chunk_id=chunk.pk, url="https://docs.example.com/ops/#restart")
+    unsafe = source(n=2, chunk_id=chunk.pk, url="javascript:alert(1)")
+    run = answered(users["owner"], "See [1] and [2].", sources=[published, unsafe])
+    body = signed_in(users["owner"]).get(reverse("run-answer", args=[run.pk])).content.decode()
+    first, second = re.findall(r'<details class="source-preview">(.*?)</details>', body, re.S)
+    assert '<a href="https://docs.example.com/ops/#restart"' in first
+    assert "Open the published page" in first
+    assert "Open the published page" not in second  # only http(s) links are followed
+
+
+# A refusal says why in one sentence; the claims are the trace's.
+
+
+@pytest.mark.parametrize(
+    "reason, sentence",
+    [
+        ("no_relevant_documents", "Nothing in the documentation was relevant enough"),
+        ("not_in_documents", "The passages found do not answer this question."),
+        ("unfaithful", "The draft answer said things the documentation does not support"),
+    ],
+)
+def test_a_refusal_says_why_in_one_sentence_without_the_claims(users, reason, sentence):
+    passage = {
+        "chunk_id": 7,
+        "title": "Billing",
+        "heading_path": "Billing",
+        "source_path": "docs/billing.md",
+        "relevance": 0.2,
+        "excerpt": "Invoices are monthly.",
+    }
+    run = finished_run(
+        owner=users["owner"],
+        status="refused",
+        answer="I can't give a reliable answer. Unsupported claims: refunds take 3 days.",
+        metadata={"refusal_reason": reason, "passages": [passage]},
+    )
+    body = signed_in(users["owner"]).get(reverse("run-answer", args=[run.pk])).content.decode()
+    assert re.search(rf'<p class="refusal-why">{re.escape(sentence)}[^<]*</p>', body)
+    assert "Unsupported claims" not in body and "refunds take 3 days" not in body
+    assert "Passage 1" in body and "not an answer" in body
+
+
+# "Try asking": real headings, phrased as questions.
+
+
+@pytest.mark.parametrize(
+    "heading_path, question",
+    [
+        ("Ops > Restart the worker", "How do I restart the worker?"),
+        ("Ops > Restart", "Ops: how do I restart?"),
+        ("Embeddings > Switching embedding models", "How do I switch embedding models?"),
+        (
+            "Architecture > Checking and stopping the server: `x`",
+            "How do I check and stop the server?",
+        ),
+        ("Guide > How to rotate the logs", "How do I rotate the logs?"),
+        ("Guide > Where to add things", "Where do I add things?"),
+        ("API > Rate limits", "How do rate limits work?"),
+        ("Architecture > The HNSW vector index", "How does the HNSW vector index work?"),
+        ("Architecture > Retrieval", "How does retrieval work?"),
+        ("Graph > Run statuses", "How do run statuses work?"),
+        ("FAQ > Can I run two workers?", "Can I run two workers?"),
+        ("Events > grade_docs", None),  # code, not a subject
+        ("Overview > Glossary", None),
+        ("Results (2026-12-01)", None),
+        ("Graph > The last event is always done", None),  # a statement
+    ],
+)
+def test_headings_become_questions(heading_path, question):
+    from ragapp.selectors import heading_as_question
+
+    assert heading_as_question(heading_path) == question
+
+
+def test_the_ask_page_suggests_questions_from_the_knowledge_base_headings(users):
+    from ragapp.models import Chunk, Document
+
+    headings = {
+        "docs/a.md": ["Ops > Glossary", "Ops > Rate limits", "Ops > Restarting the worker"],
+        "docs/b.md": ["Backups > Restore a backup"],
+    }
+    for path, paths in headings.items():
+        document = Document.objects.create(
+            source_path=path, title=path, format="markdown", content_hash=path, size_bytes=1
+        )
+        for ordinal, heading_path in enumerate(paths):
+            Chunk.objects.create(
+                document=document,
+                ordinal=ordinal,
+                heading_path=heading_path,
+                text="t",
+                embedding=[1.0, 0.0],
+            )
+    body = signed_in(users["owner"]).get(reverse("ask")).content.decode()
+    suggested = re.findall(r'data-question="([^"]+)"', body)
+    # Tasks first, one per document in turn, then subjects; never "What does ... say about".
+    assert suggested == [
+        "How do I restart the worker?",
+        "How do I restore a backup?",
+        "How do rate limits work?",
+    ]
+
+
+# History: staff see the evaluations' runs apart.
+
+
+def test_evaluation_runs_are_apart_from_peoples_runs_for_staff(users):
+    from ragapp.models import Evaluation
+
+    evaluation = Evaluation.objects.create(name="golden", golden_path="g.jsonl", mode="full")
+    run_create(query="A question from a person", owner=users["other"])
+    eval_run = run_create(query="A golden-set question", owner=None)
+    QueryRun.objects.filter(pk=eval_run.pk).update(evaluation=evaluation)
+    staff = signed_in(users["staff"])
+
+    body = staff.get(reverse("history")).content.decode()
+    assert "A question from a person" in body and "golden-set" not in body  # off by default
+    assert 'name="evaluation"' in body
+    body = staff.get(reverse("history"), {"evaluation": "on"}).content.decode()
+    assert "golden-set" in body and "from a person" not in body
+    ask = staff.get(reverse("ask")).content.decode()
+    assert "golden-set" not in ask  # nor among the recent questions
+
+    body = signed_in(users["other"]).get(reverse("history"), {"evaluation": "on"}).content.decode()
+    assert 'name="evaluation"' not in body and "A question from a person" in body

@@ -5,6 +5,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from ingestion.progress import IngestProgress
+from ingestion.publishing import BaseUrlError, base_url_clean
 from ingestion.report import Outcome
 from ingestion.services import ingest_paths
 from ragapp.providers import get_embeddings
@@ -14,8 +15,9 @@ from ragapp.services.index import ReembedIncompleteError, embedding_index_reembe
 
 class Command(BaseCommand):
     help = (
-        "Ingest Markdown, reStructuredText, HTML and text files (also .gz) into the knowledge "
-        "base. Incremental: unchanged files are skipped, changed files replaced atomically."
+        "Ingest Markdown, reStructuredText, HTML, text (also .gz), PDF and Word files into the "
+        "knowledge base. Incremental: unchanged files are skipped, changed files replaced "
+        "atomically."
     )
 
     def add_arguments(self, parser):
@@ -32,8 +34,21 @@ class Command(BaseCommand):
             action="store_true",
             help="re-embed every stored chunk with the configured embedding model",
         )
+        parser.add_argument(
+            "--base-url",
+            default="",
+            metavar="URL",
+            help="where the PATHs are published; sources then link to their pages (kept)",
+        )
 
-    def handle(self, *args, paths, full, prune, dry_run, reembed, **options):
+    def handle(self, *args, paths, full, prune, dry_run, reembed, base_url, **options):
+        if base_url:
+            try:  # before anything is read: a typo must not ingest a tree with broken links
+                base_url = base_url_clean(base_url)
+            except BaseUrlError as exc:
+                raise CommandError(str(exc)) from None
+            if not paths:
+                raise CommandError("--base-url needs the PATH(s) that are published there.")
         embeddings = get_embeddings()
         if reembed and dry_run:
             raise CommandError("--dry-run cannot be combined with --reembed.")
@@ -52,6 +67,7 @@ class Command(BaseCommand):
                 full=full,
                 prune=prune,
                 dry_run=dry_run,
+                base_url=base_url,
                 observer=progress.observer(),
             )
         except EmbeddingMismatchError as exc:
@@ -77,6 +93,10 @@ class Command(BaseCommand):
                 self.stdout.write(
                     style(f"{result.outcome.value:>8}  {result.path}: {result.detail}")
                 )
+        if report.dry_run:
+            for result in report.results:
+                if result.url:
+                    self.stdout.write(f"{result.outcome.value:>8}  {result.path} -> {result.url}")
         counts = report.counts()
         prefix = "Dry run, would be: " if report.dry_run else ""
         summary = ", ".join(f"{counts[o]} {o.value}" for o in Outcome)

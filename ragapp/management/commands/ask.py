@@ -45,15 +45,20 @@ class Command(BaseCommand):
             self.stdout.write(f"Verdict: {run.status} ({meta.get('refusal_reason', '')})")
         for source in meta.get("sources", []):
             self.stdout.write(
-                f"  [{source['n']}] {source['source_path']} > {source['heading_path']} "
+                f"  [{source['n']}] {_where(source)} > {source['heading_path']} "
                 f"(similarity {source['similarity']:.2f})"
             )
         if passages := meta.get("passages"):
             self.stdout.write("Closest passages (what the search found, not an answer):")
             for passage in passages:
                 self.stdout.write(
-                    f"  - {passage['source_path']} > {passage['heading_path']} "
+                    f"  - {_where(passage)} > {passage['heading_path']} "
                     f"(relevance {passage['relevance']:.2f})\n    {passage['excerpt']}"
                 )
         tokens = sum(t["input"] + t["output"] for t in meta.get("tokens", {}).values())
         self.stdout.write(f"{meta.get('total_ms', 0) / 1000:.1f} s, {tokens} tokens, run {run.pk}")
+
+
+def _where(source: dict) -> str:
+    """The published page when the source has one, else its path relative to its ingest root."""
+    return source.get("url") or source["source_path"]

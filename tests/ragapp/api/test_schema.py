@@ -46,7 +46,7 @@ def openapi(member) -> dict:
     return json.loads(response.content)
 
 
-def _run_with(script: FakeScript, question: str):
+def _run_with(script: FakeScript, question: str, history=None):
     model = FakeChatModel(script=script)
     models = ChatModels(
         generator=model,
@@ -57,7 +57,7 @@ def _run_with(script: FakeScript, question: str):
         names={"generation": "fake-chat", "grading": "fake-chat", "broadening": "fake-chat"},
     )
     run = run_create(query=question)
-    execute_run(run, models=models, limits=GraphLimits(top_k=2))
+    execute_run(run, models=models, limits=GraphLimits(top_k=2), history=history)
     return run
 
 
@@ -71,6 +71,14 @@ def test_every_event_the_graph_emits_matches_its_documented_schema(openapi, know
     broken = FakeScript(invalid_output_for={"DocumentRelevance"})
     for script in (FakeScript(relevance=beta), refine, nothing_relevant, broken):
         _run_with(script, "How do I start the beta service?")
+    # A follow-up, condensed; and one whose condense call fails (the fallback shape).
+    earlier = [("How do I start the beta service?", "Run `beta start` [1].")]
+    _run_with(FakeScript(relevance=beta), "and which port does it use?", earlier)
+
+    def broken_condense(earlier, followup):
+        raise RuntimeError("no model")
+
+    _run_with(FakeScript(relevance=beta, condense=broken_condense), "and then?", earlier)
 
     validator = jsonschema.Draft202012Validator(
         {"$ref": "#/components/schemas/TraceEvent", "components": openapi["components"]}
@@ -79,7 +87,7 @@ def test_every_event_the_graph_emits_matches_its_documented_schema(openapi, know
     events = [
         json.loads(json.dumps(event_message(e), default=str)) for e in TraceEvent.objects.all()
     ]
-    assert {e["kind"] for e in events} == {kind.value for kind in EventKind}  # all ten kinds seen
+    assert {e["kind"] for e in events} == {kind.value for kind in EventKind}  # every kind seen
     for event in events:
         validator.validate(event)
         envelope = schemas[f"{event['kind'].title().replace('_', '')}Event"]
