@@ -79,6 +79,7 @@ INGEST_CHUNKS = Counter(
 )
 # Collected at scrape time from the database (views.py): the queued runs are the queue.
 QUEUE_DEPTH_NAME = "rag_executor_queue_depth"
+RUNNING_NAME = "rag_runs_running"
 
 
 def multiprocess_dir() -> str | None:

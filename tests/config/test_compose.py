@@ -104,3 +104,23 @@ def test_the_comment_at_the_top_says_what_to_set(raw):
     header = COMPOSE.read_text().split("\nx-app:", 1)[0]
     for name in (*SECRETS, "WEB_PUBLISH", "127.0.0.1"):
         assert name in header, name
+
+
+def test_every_app_process_writes_metrics_into_one_directory_that_starts_empty(raw):
+    resolved = resolve(raw, SECRETS)
+    services = resolved["services"]
+    directory = services["web"]["environment"]["PROMETHEUS_MULTIPROC_DIR"]
+
+    for name in ("migrate", "web", "worker"):
+        assert f"metrics:{directory}" in services[name]["volumes"], name
+    # In memory, and emptied by the service that runs before the others.
+    assert resolved["volumes"]["metrics"]["driver_opts"]["type"] == "tmpfs"
+    assert services["migrate"]["command"][-1].startswith(f"rm -rf {directory}/* && ")
+
+
+def test_metrics_stay_closed_unless_a_scraper_is_named(raw):
+    closed = resolve(raw, SECRETS)["services"]["web"]["environment"]
+    assert closed["RAG_METRICS_TOKEN"] == "" and closed["RAG_METRICS_ALLOWED_NETWORKS"] == ""
+    token = "a-token-of-sixteen-chars"
+    named = resolve(raw, {**SECRETS, "RAG_METRICS_TOKEN": token})["services"]["web"]
+    assert named["environment"]["RAG_METRICS_TOKEN"] == token

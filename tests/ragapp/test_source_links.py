@@ -6,7 +6,7 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from ragapp.models import QueryRun
+from ragapp.models import Chunk, QueryRun
 
 BASE = "https://docs.example.com/"
 
@@ -46,3 +46,20 @@ def test_ask_the_api_and_the_run_show_the_public_link_and_keep_it(
     assert str(tmp_path) not in str(events)
     page = client.get(reverse("run-detail", args=[run.pk])).content.decode()
     assert f'href="{link}"' in page
+
+
+@pytest.mark.django_db
+def test_a_chunk_page_shows_the_server_path_to_staff_only(tmp_path, client, users):
+    (tmp_path / "ops").mkdir()
+    (tmp_path / "ops" / "guide.md").write_text("# Guide\n\nRestart the worker.\n")
+    ingest(tmp_path)
+    chunk = Chunk.objects.get()
+    url = reverse("chunk-detail", args=[chunk.pk])
+
+    client.force_login(users["owner"])
+    page = client.get(url).content.decode()
+    assert "ops/guide.md" in page
+    assert str(tmp_path) not in page  # not even in a tooltip
+
+    client.force_login(users["staff"])
+    assert str(tmp_path) in client.get(url).content.decode()

@@ -11,7 +11,7 @@ from langchain_core.language_models import BaseChatModel
 from ragapp.graph.context import ChatModels
 from ragapp.observability.instrument import outcome_of
 from ragapp.runs.runner import execute_run
-from ragapp.services import run_create
+from ragapp.services import run_create, run_start
 from ragapp.trace.stream import open_streams
 from tests.ragapp.observability.conftest import TOKEN, delta, scrape
 
@@ -57,7 +57,10 @@ def test_runs_are_counted_with_their_nodes_model_calls_and_tokens(
     assert delta(before, after, "rag_run_duration_seconds_count", status="answered") == 1
     assert after[("rag_runs_in_progress", ())] == 0
     assert after[("rag_executor_queue_depth", ())] == 1  # `queued`, read from the database
+    assert after[("rag_runs_running", ())] == 0
     assert queued.status == "queued"
+    run_start(run=queued)  # as a worker in another container would: only the database knows
+    assert scrape(client)[("rag_runs_running", ())] == 1
     # Both runs retrieved and graded; only the answered one generated and was checked.
     assert delta(before, after, "rag_node_duration_seconds_count", node="retrieve") >= 2
     assert delta(before, after, "rag_node_duration_seconds_count", node="generate") == 2
