@@ -82,7 +82,7 @@ def main() -> dict:
         from django.utils import timezone
 
         from ragapp.gaps import gap_runs, gaps_find
-        from ragapp.models import QueryRun
+        from ragapp.models import QueryRun, Thread
         from ragapp.providers import get_embeddings
         from ragapp.services.gaps import question_vectors_ensure
 
@@ -90,10 +90,15 @@ def main() -> dict:
         subjects = [f"{rng.choice(SUBJECTS)} on plan {n}" for n in range(args.topics)]
         start = timezone.now() - dt.timedelta(days=90)
         passage = {"title": "Deployment", "source_path": "deploy.md", "url": ""}
+        queries = [rng.choice(WORDINGS).format(s=rng.choice(subjects)) for _ in range(args.runs)]
+        threads = Thread.objects.bulk_create(
+            [Thread(title=query[:200]) for query in queries], batch_size=2000
+        )
         QueryRun.objects.bulk_create(
             [
                 QueryRun(
-                    query=rng.choice(WORDINGS).format(s=rng.choice(subjects)),
+                    query=queries[n],
+                    thread=threads[n],
                     status=rng.choice(["refused", "refused", "failed"]),
                     response_metadata={
                         "refusal_reason": rng.choice(["no_relevant_documents", "unfaithful"]),

@@ -93,6 +93,7 @@ def deployment(kind: str, workdir: Path, args) -> Topology:
         "RAG_EMBEDDING_PROVIDER": "fake",
         "RAG_FAKE_CHAT_DELAY_MS": str(args.delay_ms),
         "RAG_API_RUN_RATE": "off",
+        "RAG_REUSE": "off",  # it measures runs, not answers reused at once
         # One benchmark user submits every run: the per-user and queue limits would refuse them.
         "RAG_MAX_ACTIVE_RUNS_PER_USER": "1000000",
         "RAG_MAX_QUEUED_RUNS": "1000000",

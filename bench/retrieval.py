@@ -1,20 +1,29 @@
 """Retrieval latency and HNSW recall at 10k, 100k and 1M chunks (synthetic 384-dim vectors).
 
 For each size it fills a throwaway embedded PostgreSQL with clustered unit vectors (like real
-sentence embeddings, which crowd into topics) and chunk texts drawn from a word list, builds the
-HNSW index exactly as ingestion does, then times, over the same held-out queries:
+sentence embeddings, which crowd into topics) and chunk texts drawn from a word list (a page's
+chunks share its topic: `--chunks-per-document` of one topic each), builds the HNSW index as
+ingestion did before issue 19 (float32 `vector`), then times, over the same held-out queries:
 
 - exact: a sequential scan ordered by cosine distance (the ground truth, and the baseline);
 - hnsw: the product's vector retriever at several `hnsw.ef_search` values, with recall@10
   against exact;
-- hybrid: the product's hybrid retriever (vector + full-text, weighted reciprocal rank fusion);
+- hybrid, today's: vector + BM25 computed by unnesting each candidate's tsvector (the product's
+  method before issue 19, kept here as `legacy_bm25_ids`), fused by weighted reciprocal ranks;
+- issue 19, in the same run: BM25 as an inner product with the stored `bm25` sparsevec (the
+  product's method now; recall@10 against today's hybrid), with a deliberately wrong mean
+  length too; vector search with iterative scans and ef_search following the table's size,
+  with and without the one-chunk-per-document cap (recall against an exact capped scan); the
+  `halfvec` index the product now builds, and binary quantization with re-ranking (size, build
+  time, recall); and 8 concurrent hybrid searches against one at a time;
 - seed: the design article's approach, load `vectors.json` and brute-force cosine in Python on
   every query (only where it fits in memory and time).
 
 Each line prints p50/p95 latency and the ratio of p50 to the exact scan measured in the same run.
 
-    uv run python bench/retrieval.py --sizes 10000            # a quick look (about a minute)
-    uv run python bench/retrieval.py                          # 10k, 100k, 1M (an hour or more)
+    uv run python bench/retrieval.py --sizes 10000            # a quick look (a few minutes)
+    uv run python bench/retrieval.py --sizes 10000,100000 --queries 50
+    uv run python bench/retrieval.py                          # 10k, 100k, 1M (hours)
 """
 
 from __future__ import annotations
@@ -28,6 +37,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -71,24 +81,29 @@ def text_for(label: int, rnd: random.Random) -> str:
     return " ".join(words)
 
 
-def fill(n: int, vectors: np.ndarray, labels: np.ndarray) -> float:
-    """COPY n chunks (100 per document) into the database; returns seconds."""
+def fill(n: int, vectors: np.ndarray, labels: np.ndarray, per_document: int) -> float:
+    """COPY n chunks into the database, a document's chunks of one topic; returns seconds.
+
+    The chunk table's trigger computes each chunk's BM25 weights as it is written, so the time
+    includes what an ingest now pays for them.
+    """
     from django.db import connection
 
     from ragapp.models import EmbeddingIndex
 
     EmbeddingIndex.objects.create(provider="bench", model="bench/synthetic-384", dimensions=DIMS)
     rnd = random.Random(7)
+    order = np.argsort(labels, kind="stable")
     started = time.perf_counter()
     with connection.cursor() as cursor:
         raw = cursor.connection
         with raw.cursor().copy(
             "COPY ragapp_document (source_path, title, format, content_hash, size_bytes, "
-            "metadata, ingested_at, updated_at) FROM STDIN"
+            "metadata, ingested_at, updated_at, relative_path, url) FROM STDIN"
         ) as copy:
-            for d in range(math.ceil(n / 100)):
+            for d in range(math.ceil(n / per_document)):
                 copy.write_row(
-                    (f"bench/{d}.md", f"Doc {d}", "markdown", "x", 1, "{}", "now", "now")
+                    (f"bench/{d}.md", f"Doc {d}", "markdown", "x", 1, "{}", "now", "now", "", "")
                 )
         cursor.execute("SELECT min(id) FROM ragapp_document")
         first_doc = cursor.fetchone()[0]
@@ -96,12 +111,12 @@ def fill(n: int, vectors: np.ndarray, labels: np.ndarray) -> float:
             "COPY ragapp_chunk (document_id, ordinal, text, heading_path, has_code, embedding, "
             "metadata) FROM STDIN"
         ) as copy:
-            for i in range(n):
+            for position, i in enumerate(order):
                 vector = "[" + ",".join(f"{x:.5f}" for x in vectors[i]) + "]"
                 copy.write_row(
                     (
-                        first_doc + i // 100,
-                        i % 100,
+                        first_doc + position // per_document,
+                        position % per_document,
                         text_for(int(labels[i]), rnd),
                         "",
                         False,
@@ -113,12 +128,14 @@ def fill(n: int, vectors: np.ndarray, labels: np.ndarray) -> float:
     return time.perf_counter() - started
 
 
-def build_index(m: int, ef_construction: int) -> float:
+def build_index(m: int, ef_construction: int, kind: str) -> float:
+    """Build the product's HNSW index storing `kind` ('vector' or 'halfvec'); returns seconds."""
     from django.db import connection, transaction
 
     from ragapp.retrieval import vector as vector_index
 
     vector_index.HNSW_M, vector_index.HNSW_EF_CONSTRUCTION = m, ef_construction
+    vector_index.INDEX_TYPE = kind
     started = time.perf_counter()
     with transaction.atomic(), connection.cursor() as cursor:
         # The graph must fit in memory for a fast build (pgvector warns otherwise).
@@ -126,6 +143,14 @@ def build_index(m: int, ef_construction: int) -> float:
         cursor.execute("SET LOCAL max_parallel_maintenance_workers = 1")
         vector_index.create_hnsw_index(DIMS)
     return time.perf_counter() - started
+
+
+def sql_one(sql: str, params=()):
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchone()
 
 
 class PreparedEmbeddings:
@@ -176,6 +201,144 @@ def seed_approach(path: Path, query_vector) -> list[int]:
     return [index for _, index in scored[:K]]
 
 
+def exact_capped_ids(vector, cap_k: int) -> list[int]:
+    """The exact nearest chunk of each of the `cap_k` nearest documents (cap one per document)."""
+    from django.db import connection
+
+    literal = "[" + ",".join(f"{x:.6f}" for x in vector) + "]"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT id FROM (SELECT DISTINCT ON (document_id) id, embedding <=> %s::vector AS d "
+            "FROM ragapp_chunk ORDER BY document_id, d) best ORDER BY d LIMIT %s",
+            [literal, cap_k],
+        )
+        return [row[0] for row in cursor.fetchall()]
+
+
+_LEGACY_MEAN: dict[int, float] = {}
+
+
+def legacy_bm25_ids(query: str, *, limit: int) -> list[int]:
+    """Today's BM25 before issue 19: each candidate's tsvector unnested to count the query's words.
+
+    The product's code of 2026-11-30 (ragapp/retrieval/text_search.py), kept here as the
+    baseline: the same candidates, idf and constants; the mean length is read as it was.
+    """
+    from django.db import connection
+
+    from ragapp.retrieval import text_search as ts
+
+    lexemes = ts.query_lexemes(query)
+    if not lexemes:
+        return []
+    version = ts.collection_version()
+    chunks = ts.collection_stats(version).chunks
+    # Cached per collection version, as the product cached it.
+    if version not in _LEGACY_MEAN:
+        (_LEGACY_MEAN[version],) = sql_one(
+            "SELECT coalesce(avg(length(text)), 0) FROM ragapp_chunk"
+        )
+    mean = _LEGACY_MEAN[version]
+    frequencies = ts.document_frequencies(lexemes, version)
+    present = [t for t in lexemes if frequencies.get(t)]
+    if not present or not chunks:
+        return []
+    weights = [ts.idf(frequencies[t], chunks) for t in present]
+    selecting = [t for t in present if frequencies[t] <= ts.COMMON_SHARE * chunks] or present
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            WITH q(lexeme, idf) AS (SELECT * FROM unnest(%(lexemes)s::text[], %(idf)s::float8[])),
+            candidates AS (
+                SELECT id, search_vector, length(text) AS chars FROM ragapp_chunk
+                WHERE search_vector @@ array_to_string(
+                    ARRAY(SELECT quote_literal(t) FROM unnest(%(selecting)s::text[]) AS t), ' | '
+                )::tsquery
+            )
+            SELECT c.id, sum(
+                q.idf * f.tf * (%(k1)s + 1)
+                / (f.tf + %(k1)s * (1 - %(b)s + %(b)s * c.chars / %(mean)s))
+            ) AS score
+            FROM candidates c
+            CROSS JOIN LATERAL unnest(c.search_vector) AS u(lexeme, positions, weights)
+            JOIN q ON q.lexeme = u.lexeme
+            CROSS JOIN LATERAL (
+                SELECT coalesce(cardinality(u.positions), 1)
+                    + (%(boost)s - 1) * coalesce(cardinality(array_positions(u.weights, 'A')), 0)
+                    AS tf
+            ) f
+            GROUP BY c.id
+            ORDER BY score DESC, c.id
+            LIMIT %(limit)s
+            """,
+            {
+                "lexemes": present,
+                "idf": weights,
+                "selecting": selecting,
+                "k1": ts.K1,
+                "b": ts.B,
+                "mean": max(float(mean), 1.0),
+                "boost": ts.HEADING_BOOST,
+                "limit": limit,
+            },
+        )
+        return [row[0] for row in cursor.fetchall()]
+
+
+def binary_ids(vector, rerank: int) -> list[int]:
+    """Hamming distance on 1-bit codes through their HNSW index, then exact cosine re-ranking."""
+    from django.db import connection
+
+    literal = "[" + ",".join(f"{x:.6f}" for x in vector) + "]"
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(max(rerank, 40))])
+        cursor.execute(
+            f"""
+            SELECT id FROM (
+                SELECT id, embedding FROM ragapp_chunk
+                ORDER BY binary_quantize(embedding::vector({DIMS}))::bit({DIMS})
+                    <~> binary_quantize(%(q)s::vector({DIMS}))
+                LIMIT %(rerank)s
+            ) c ORDER BY embedding <=> %(q)s::vector LIMIT %(k)s
+            """,
+            {"q": literal, "rerank": rerank, "k": K},
+        )
+        return [row[0] for row in cursor.fetchall()]
+
+
+def recall(hits, truth) -> float:
+    return statistics.mean(
+        len(set(h) & set(t)) / max(1, len(t)) for h, t in zip(hits, truth, strict=True)
+    )
+
+
+def mib(nbytes) -> str:
+    return f"{nbytes / 2**20:.1f} MiB"
+
+
+def concurrent_qps(search, names, threads: int) -> float:
+    """Searches per second with `threads` searching at once, each on its own connection."""
+    from django.db import connections
+
+    work = list(names) * max(1, 4 * threads // len(names) + 1)
+    chunks = [work[i::threads] for i in range(threads)]
+
+    def worker(mine):
+        try:
+            for q in mine:
+                search(q)
+        finally:
+            connections.close_all()
+
+    started = time.perf_counter()
+    pool = [threading.Thread(target=worker, args=(c,)) for c in chunks]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    return len(work) / (time.perf_counter() - started)
+
+
 def run_size(n: int, args) -> list[dict]:
     rng = np.random.default_rng(n)
     clusters = max(50, n // 200)
@@ -183,14 +346,44 @@ def run_size(n: int, args) -> list[dict]:
     rows = []
     with throwaway_django(RAG_EMBEDDING_PROVIDER="fake"):
         from django.conf import settings
+        from django.core.cache import cache
+        from django.db import connection, transaction
 
+        from ragapp.retrieval import vector as vector_index
         from ragapp.retrieval.retrievers import HybridRetriever, VectorRetriever
 
-        load_s = fill(n, vectors, labels)
-        index_s = build_index(args.m, args.ef_construction)
+        class LegacyHybrid(HybridRetriever):
+            def _text_search(self, query, limit, vector):
+                real = text_search_module.bm25_chunk_ids
+                text_search_module.bm25_chunk_ids = legacy_bm25_ids
+                retrievers_module.bm25_chunk_ids = legacy_bm25_ids
+                try:
+                    return super()._text_search(query, limit, vector)
+                finally:
+                    text_search_module.bm25_chunk_ids = real
+                    retrievers_module.bm25_chunk_ids = real
+
+        from ragapp.retrieval import retrievers as retrievers_module
+        from ragapp.retrieval import text_search as text_search_module
+
+        def legacy_vector_settings():
+            # Before issue 19: ef_search was max(RAG_HNSW_EF_SEARCH, k), no iterative scans.
+            vector_index.EF_SEARCH_REFERENCE_CHUNKS = 10**12
+            settings.RAG_HNSW_ITERATIVE_SCAN = "off"
+
+        def new_vector_settings():
+            vector_index.EF_SEARCH_REFERENCE_CHUNKS = EF_REFERENCE
+            settings.RAG_HNSW_ITERATIVE_SCAN = "relaxed_order"
+
+        EF_REFERENCE = vector_index.EF_SEARCH_REFERENCE_CHUNKS
+        load_s = fill(n, vectors, labels, args.chunks_per_document)
+        index_s = build_index(args.m, args.ef_construction, "vector")
+        (index_bytes,) = sql_one("SELECT pg_relation_size('chunk_embedding_hnsw')")
         print(
-            f"\n{n:,} chunks: loaded in {load_s:.1f} s, HNSW (m={args.m}, "
-            f"ef_construction={args.ef_construction}) built in {index_s:.1f} s",
+            f"\n{n:,} chunks ({args.chunks_per_document} per document): loaded in {load_s:.1f} s "
+            f"(BM25 weights included), HNSW vector (m={args.m}, "
+            f"ef_construction={args.ef_construction}) built in {index_s:.1f} s, "
+            f"{mib(index_bytes)}",
             flush=True,
         )
         qrng = np.random.default_rng(n + 1)
@@ -210,19 +403,145 @@ def run_size(n: int, args) -> list[dict]:
         exact_ms, truth = timed(lambda q: exact_ids(queries[q][0]), names)
         exact_p50 = statistics.median(exact_ms)
         rows.append(_row(n, "exact scan", exact_ms, exact_p50, recall=1.0))
+        capped_truth = [exact_capped_ids(queries[q][0], K) for q in names]
 
-        vector = VectorRetriever(embeddings)
-        for ef in args.ef:
-            settings.RAG_HNSW_EF_SEARCH = ef
-            ms, hits = timed(lambda q: [d.chunk_id for d in vector.search(q, k=K)], names)
-            recall = statistics.mean(
-                len(set(h) & set(t)) / K for h, t in zip(hits, truth, strict=True)
+        def vector_rows(label, efs):
+            retriever = VectorRetriever(embeddings)
+            for ef in efs:
+                settings.RAG_HNSW_EF_SEARCH = ef
+                ms, hits = timed(lambda q: [d.chunk_id for d in retriever.search(q, k=K)], names)
+                rows.append(
+                    _row(n, f"{label} ef_search={ef}", ms, exact_p50, recall=recall(hits, truth))
+                )
+            settings.RAG_HNSW_EF_SEARCH = args.ef_default
+
+        def capped_row(label):
+            retriever = VectorRetriever(embeddings, per_document_cap=1)
+            ms, hits = timed(lambda q: [d.chunk_id for d in retriever.search(q, k=K)], names)
+            rows.append(_row(n, label, ms, exact_p50, recall=recall(hits, capped_truth)))
+
+        # -- today's methods ---------------------------------------------------------------
+        legacy_vector_settings()
+        vector_rows("hnsw vector", args.ef)
+        capped_row(f"hnsw vector, cap 1/doc (ef {args.ef_default})")
+        legacy = LegacyHybrid(embeddings)
+        ms, legacy_hits = timed(lambda q: [d.chunk_id for d in legacy.search(q, k=K)], names)
+        rows.append(_row(n, "hybrid today (unnest BM25)", ms, exact_p50, recall=None))
+        legacy_text = [legacy_bm25_ids(q, limit=K * 8) for q in names]
+        ms, _ = timed(lambda q: legacy_bm25_ids(q, limit=K * 8), names)
+        rows.append(_row(n, "text half today (unnest BM25)", ms, exact_p50, recall=None))
+
+        # -- issue 19: BM25 as a sparse vector ---------------------------------------------
+        ms, text_hits = timed(lambda q: text_search_module.bm25_chunk_ids(q, limit=K * 8), names)
+        rows.append(
+            _row(
+                n, "text half sparsevec BM25", ms, exact_p50, recall=recall(text_hits, legacy_text)
             )
-            rows.append(_row(n, f"hnsw ef_search={ef}", ms, exact_p50, recall=recall))
-        settings.RAG_HNSW_EF_SEARCH = args.ef_default
+        )
         hybrid = HybridRetriever(embeddings)
-        ms, _ = timed(lambda q: hybrid.search(q, k=K), names)
-        rows.append(_row(n, f"hybrid (ef_search={args.ef_default})", ms, exact_p50, recall=None))
+        ms, hits = timed(lambda q: [d.chunk_id for d in hybrid.search(q, k=K)], names)
+        rows.append(
+            _row(n, "hybrid sparsevec BM25", ms, exact_p50, recall=recall(hits, legacy_hits))
+        )
+        (mean,) = sql_one("SELECT avg(length(text)) FROM ragapp_chunk")
+        for factor in args.mean_errors:
+            started = time.perf_counter()
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute(
+                    "UPDATE ragapp_chunk SET bm25_mean_chars = %s", [float(mean) * factor]
+                )
+            reweigh_s = time.perf_counter() - started
+            cache.clear()
+            hits = [[d.chunk_id for d in hybrid.search(q, k=K)] for q in names]
+            print(
+                f"  mean length off by x{factor}: all weights rewritten in {reweigh_s:.1f} s; "
+                f"hybrid recall@10 vs today {recall(hits, legacy_hits):.3f}",
+                flush=True,
+            )
+        with transaction.atomic():
+            started = time.perf_counter()
+            rewritten = text_search_module.bm25_refresh()
+            print(
+                f"  bm25_refresh: {rewritten:,} chunks re-normalised in "
+                f"{time.perf_counter() - started:.1f} s",
+                flush=True,
+            )
+        started = time.perf_counter()
+        with transaction.atomic():
+            text_search_module.bm25_refresh()
+        print(f"  bm25_refresh with nothing to do: {time.perf_counter() - started:.2f} s")
+        sizes = sql_one(
+            "SELECT sum(pg_column_size(bm25)), sum(pg_column_size(search_vector)), "
+            "sum(pg_column_size(embedding)), sum(pg_column_size(embedding::halfvec(384))) "
+            "FROM ragapp_chunk"
+        )
+        print(
+            f"  column sizes: bm25 {mib(sizes[0])}, search_vector {mib(sizes[1])}, embedding "
+            f"as vector {mib(sizes[2])}, as halfvec {mib(sizes[3])}",
+            flush=True,
+        )
+
+        # -- issue 19: iterative scans, ef_search following the table's size ----------------
+        for mode in ("relaxed_order", "strict_order"):
+            new_vector_settings()
+            settings.RAG_HNSW_ITERATIVE_SCAN = mode
+            vector_rows(f"hnsw vector {mode}, sized", [args.ef_default])
+            capped_row(f"hnsw vector {mode}, sized, cap 1/doc")
+        new_vector_settings()
+
+        # -- issue 19: halfvec index ---------------------------------------------------------
+        half_s = build_index(args.m, args.ef_construction, "halfvec")
+        (half_bytes,) = sql_one("SELECT pg_relation_size('chunk_embedding_hnsw')")
+        print(
+            f"  HNSW halfvec built in {half_s:.1f} s ({half_s / index_s:.2f}x vector), "
+            f"{mib(half_bytes)} ({half_bytes / index_bytes:.2f}x vector)",
+            flush=True,
+        )
+        legacy_vector_settings()
+        vector_rows("hnsw halfvec", args.ef)
+        new_vector_settings()
+        vector_rows("hnsw halfvec relaxed_order, sized", [args.ef_default])
+        capped_row("hnsw halfvec relaxed_order, sized, cap 1/doc")
+        ms, hits = timed(lambda q: [d.chunk_id for d in hybrid.search(q, k=K)], names)
+        rows.append(
+            _row(n, "hybrid product (halfvec)", ms, exact_p50, recall=recall(hits, legacy_hits))
+        )
+        capped = HybridRetriever(embeddings, per_document_cap=1)
+        ms, hits = timed(lambda q: [d.chunk_id for d in capped.search(q, k=K)], names)
+        rows.append(_row(n, "hybrid product, cap 1/doc", ms, exact_p50, recall=None))
+
+        if args.concurrency:
+            one = concurrent_qps(lambda q: hybrid.search(q, k=K), names, 1)
+            many = concurrent_qps(lambda q: hybrid.search(q, k=K), names, args.concurrency)
+            print(
+                f"  hybrid throughput: 1 at a time {one:.1f}/s, {args.concurrency} at once "
+                f"{many:.1f}/s ({many / one:.2f}x) on {os.cpu_count()} CPUs",
+                flush=True,
+            )
+            rows.append({"chunks": n, "method": "throughput", "one": one, "many": many})
+
+        # -- issue 19: binary quantization with re-ranking -----------------------------------
+        if args.binary:
+            started = time.perf_counter()
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute("SET LOCAL maintenance_work_mem = '6GB'")
+                cursor.execute(
+                    "CREATE INDEX chunk_embedding_binary ON ragapp_chunk USING hnsw "
+                    f"((binary_quantize(embedding::vector({DIMS}))::bit({DIMS})) bit_hamming_ops)"
+                )
+            bin_s = time.perf_counter() - started
+            (bin_bytes,) = sql_one("SELECT pg_relation_size('chunk_embedding_binary')")
+            print(
+                f"  HNSW binary built in {bin_s:.1f} s ({bin_s / index_s:.2f}x vector), "
+                f"{mib(bin_bytes)} ({bin_bytes / index_bytes:.2f}x vector)",
+                flush=True,
+            )
+            for rerank in (40, 100, 400):
+                with transaction.atomic():
+                    ms, hits = timed(lambda q, r=rerank: binary_ids(queries[q][0], r), names)
+                rows.append(
+                    _row(n, f"binary + re-rank {rerank}", ms, exact_p50, recall=recall(hits, truth))
+                )
 
         if n <= args.seed_max:
             with tempfile.TemporaryDirectory() as tmp:
@@ -280,9 +599,14 @@ def main(argv=None) -> list[dict]:
     parser.add_argument("--ef-construction", type=int, default=64)
     parser.add_argument("--seed-max", type=int, default=100_000)
     parser.add_argument("--seed-queries", type=int, default=5)
+    parser.add_argument("--chunks-per-document", type=int, default=10)
+    parser.add_argument("--mean-errors", default="1.1,1.25", help="Mean-length errors to try.")
+    parser.add_argument("--concurrency", type=int, default=8, help="0: skip.")
+    parser.add_argument("--no-binary", dest="binary", action="store_false")
     parser.add_argument("--json", type=Path, help="Also write the rows here.")
     args = parser.parse_args(argv)
     args.ef = [int(x) for x in args.ef.split(",")]
+    args.mean_errors = [float(x) for x in args.mean_errors.split(",") if x]
     sizes = [int(x) for x in args.sizes.split(",")]
     print(f"retrieval benchmark: {os.cpu_count()} CPUs, {args.queries} queries per size")
     rows = []

@@ -120,6 +120,7 @@ def main() -> None:
             "RAG_CHAT_PROVIDER": "fake",
             "RAG_EMBEDDING_PROVIDER": "fake",
             "RAG_FAKE_CHAT_DELAY_MS": "100",
+            "RAG_REUSE": "off",  # it measures runs, not answers reused at once
             "RAG_MAX_CONCURRENT_RUNS": "6",
             # One user asks every question and holds every stream here.
             "RAG_MAX_STREAMS_PER_USER": "100000",

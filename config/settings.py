@@ -428,6 +428,11 @@ RAG_GAPS_SIMILARITY = env_float("RAG_GAPS_SIMILARITY", 0.40, maximum=1.0)
 # bench/retrieval.py: at 100k chunks ef_search 40 found 0.916 of the true top 10, 160 found
 # 0.998, for about a millisecond more; 100 keeps recall near 0.99 at that size.
 RAG_HNSW_EF_SEARCH = env_int("RAG_HNSW_EF_SEARCH", 100, minimum=1)
+# pgvector 0.8's iterative index scans: a search capped per document reads on through the graph
+# until it has enough documents (ragapp/retrieval/vector.py); "off" ends at one pass.
+RAG_HNSW_ITERATIVE_SCAN = env_choice(
+    "RAG_HNSW_ITERATIVE_SCAN", "relaxed_order", ("relaxed_order", "strict_order", "off")
+)
 
 # --- The graph ------------------------------------------------------------------------------
 
@@ -493,6 +498,16 @@ RAG_MAX_CHUNKS_PER_DOCUMENT = env_int("RAG_MAX_CHUNKS_PER_DOCUMENT", 1)
 RAG_MAX_QUERY_CHARS = env_int("RAG_MAX_QUERY_CHARS", 4000, minimum=10)
 # A follow-up is made standalone from this many of its thread's latest turns (question and answer).
 RAG_THREAD_TURNS = env_int("RAG_THREAD_TURNS", 3, minimum=1)
+# Answer reuse (docs/graph.md, "Answer reuse"): a first question asked again gets the earlier run's
+# answer at once if it was answered, judged faithful, rated unhelpful by nobody, made at the current
+# knowledge-base version and at most RAG_REUSE_MAX_AGE_SECONDS ago. `exact`: the same question once
+# letter case and whitespace are ignored; `near`: also one whose embedding is at least
+# RAG_REUSE_NEAR_THRESHOLD similar (measured for the local MiniLM by bench/reuse.py); `off`.
+RAG_REUSE = env_choice("RAG_REUSE", "exact", ("off", "exact", "near"))
+RAG_REUSE_NEAR_THRESHOLD = env_float("RAG_REUSE_NEAR_THRESHOLD", 0.95, maximum=1.0)
+RAG_REUSE_MAX_AGE_SECONDS = env_int("RAG_REUSE_MAX_AGE_SECONDS", 7 * 24 * 3600)
+# Whether one user's question may get another user's answer (never their identity or feedback).
+RAG_REUSE_ACROSS_USERS = env_bool("RAG_REUSE_ACROSS_USERS", True)
 
 # --- Runs and streaming -------------------------------------------------------------------
 

@@ -20,15 +20,22 @@ from ingestion.report import FileResult, IngestReport, Outcome
 from ragapp.models import Chunk, Document
 from ragapp.observability.metrics import record_ingest
 from ragapp.providers import EmbeddingProvider
+from ragapp.retrieval.text_search import bm25_refresh
 from ragapp.retrieval.vector import embedding_text
 from ragapp.selectors import embedding_index_check
-from ragapp.services.index import embedding_index_lock_for_vectors, embedding_index_prepare
+from ragapp.services.index import (
+    embedding_index_lock_for_vectors,
+    embedding_index_prepare,
+    knowledge_base_changed,
+)
 
 logger = logging.getLogger(__name__)
 
 # Chunks gathered across files before one embedding call: a large pool lets the embedder sort by
 # length and pad little, while a file's chunks still reach the database within seconds.
 EMBED_POOL_CHUNKS = 256
+# Outcomes that add or remove chunks, and so may move the corpus's mean chunk length.
+_CHANGES_CHUNKS = (Outcome.NEW, Outcome.UPDATED, Outcome.PRUNED)
 
 
 @dataclass
@@ -147,8 +154,13 @@ def ingest_paths(
     if prune:
         for key in _prunable(paths, known, seen):
             if not dry_run:
-                Document.objects.filter(source_path=key).delete()
+                with transaction.atomic():
+                    Document.objects.filter(source_path=key).delete()
+                    knowledge_base_changed()
             record(FileResult(key, Outcome.PRUNED))
+    if not dry_run and any(r.outcome in _CHANGES_CHUNKS for r in report.results):
+        # One pass over the chunks; rewrites BM25 weights only if the mean length moved.
+        bm25_refresh()
     report.seconds = time.perf_counter() - started
     return report
 
@@ -187,10 +199,13 @@ def _prepare(
     root_id = root.row.pk if root and root.row else None
     if key in known and known[key][0] == content_hash and not full:
         if not dry_run and known[key][1:] != (url, relative, root_id):
-            # Only where it is published changed (a new --base-url): no need to re-embed.
-            Document.objects.filter(source_path=key).update(
-                url=url, relative_path=relative, root_id=root_id
-            )
+            # Only where it is published changed (a new --base-url): no need to re-embed. Still
+            # a change: an answer's sources carry these links, so none is reused with old ones.
+            with transaction.atomic():
+                Document.objects.filter(source_path=key).update(
+                    url=url, relative_path=relative, root_id=root_id
+                )
+                knowledge_base_changed()
         record(FileResult(key, Outcome.UNCHANGED, url=url))
         return None
     chunks = document_chunks(loaded)
@@ -261,6 +276,7 @@ def _store(pending: _Pending, vectors: list[list[float]], embeddings, record) ->
     with transaction.atomic():
         # Embedding took a while with no lock held; a re-embed may have switched models since.
         embedding_index_lock_for_vectors(embeddings=embeddings)
+        knowledge_base_changed()  # with the document, so no run sees one without the other
         document, _ = Document.objects.select_for_update().update_or_create(
             source_path=pending.source_path,
             defaults={

@@ -1,6 +1,7 @@
-"""Admin for the knowledge base, the runs with their read-only traces, and feedback."""
+"""Admin for the knowledge base, the threads and runs with their read-only traces, and feedback."""
 
 from django.contrib import admin
+from django.db.models import Count
 from django.template.response import TemplateResponse
 from django.urls import path
 
@@ -13,6 +14,7 @@ from ragapp.models import (
     Feedback,
     IngestRoot,
     QueryRun,
+    Thread,
     TraceEvent,
 )
 from ragapp.trace.text import describe
@@ -100,11 +102,55 @@ class FeedbackInline(admin.TabularInline):
         return False
 
 
+class ThreadRunInline(admin.TabularInline):
+    """A thread's runs, in the order they were asked, each linked to its own page."""
+
+    model = QueryRun
+    fields = ("query", "status", "hallucination_risk", "created_at")
+    readonly_fields = fields
+    ordering = ("created_at",)
+    extra = 0
+    can_delete = False
+    show_change_link = True
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Thread)
+class ThreadAdmin(admin.ModelAdmin):
+    list_display = ("title", "owner", "run_count", "created_at", "updated_at")
+    list_filter = ("updated_at",)
+    search_fields = ("title", "owner__username", "runs__query")
+    date_hierarchy = "updated_at"
+    list_select_related = ("owner",)
+    # Written by the runs that start and continue it; an audit record like them.
+    readonly_fields = ("title", "owner", "created_at", "updated_at")
+    inlines = [ThreadRunInline]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(number_of_runs=Count("runs"))
+
+    @admin.display(description="runs", ordering="number_of_runs")
+    def run_count(self, thread):
+        return thread.number_of_runs
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
 @admin.register(QueryRun)
 class QueryRunAdmin(admin.ModelAdmin):
     list_display = (
         "query",
         "owner",
+        "thread",
         "status",
         "faithfulness_score",
         "hallucination_risk",
@@ -113,7 +159,7 @@ class QueryRunAdmin(admin.ModelAdmin):
     list_filter = ("status", "hallucination_risk", "created_at")
     search_fields = ("query", "answer", "owner__username", "id")
     date_hierarchy = "created_at"
-    list_select_related = ("owner",)
+    list_select_related = ("owner", "thread")
     # Runs are an audit record: the graph writes them, nobody edits them.
     readonly_fields = [f.name for f in QueryRun._meta.fields]
     inlines = [TraceEventInline, FeedbackInline]
@@ -131,11 +177,12 @@ class QueryRunAdmin(admin.ModelAdmin):
     def gaps_view(self, request):
         """The gaps page's groups, in the admin: the same filters, the same export."""
         form, filters = gaps_views.filters_from(request)
+        model_id, rows = gaps_views.prepared(filters)
         context = {
             **self.admin_site.each_context(request),
             "title": "Gaps",
             "form": form,
-            "gaps": gaps_find(model_id=gaps_views.prepared(filters), **filters),
+            "gaps": gaps_find(model_id=model_id, rows=rows, **filters),
             "query": request.GET.urlencode(),
             "reasons": REASONS,
         }

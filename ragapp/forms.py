@@ -20,6 +20,8 @@ class AskForm(forms.Form):
         strip=False,  # stored verbatim; clean_query rejects what is empty or too long
         error_messages={"required": "The query is empty."},  # the API's words for ""
     )
+    # Set by the "Fresh answer" button of a reused answer: run the graph, reuse nothing.
+    fresh = forms.BooleanField(required=False, widget=forms.HiddenInput)
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -31,6 +33,19 @@ class AskForm(forms.Form):
             return clean_query(self.cleaned_data["query"])
         except ValidationError as exc:
             raise forms.ValidationError(exc.messages) from None
+
+
+class FollowUpForm(AskForm):
+    """A follow-up under an answer: the same checks, in the same thread.
+
+    No autofocus: it sits under an answer the reader has come to read.
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["query"].label = "Ask a follow-up"
+        self.fields["query"].widget.attrs.pop("autofocus", None)
+        self.fields["query"].widget.attrs["rows"] = 2
 
 
 class FeedbackForm(forms.Form):

@@ -35,19 +35,20 @@ def filters_from(request) -> tuple[GapFilterForm, dict]:
     return form, {"since": data["since"], "until": data["until"], "reasons": data["reason"]}
 
 
-def prepared(filters: dict) -> str:
-    """Embed the questions not seen before (cached), and return the embedding model's id."""
+def prepared(filters: dict) -> tuple[str, list[dict]]:
+    """Embed the questions not seen before (cached); the embedding model's id and the runs."""
     embeddings = get_embeddings()
     rows = gap_runs(**filters)
     question_vectors_ensure(questions=[r["query"] for r in rows], embeddings=embeddings)
-    return embeddings.model_id
+    return embeddings.model_id, rows
 
 
 @staff_member_required
 def gaps_page(request):
     """Groups of questions the documentation did not answer, largest first."""
     form, filters = filters_from(request)
-    gaps = gaps_find(model_id=prepared(filters), **filters)
+    model_id, rows = prepared(filters)
+    gaps = gaps_find(model_id=model_id, rows=rows, **filters)
     return render(
         request,
         "ragapp/gaps.html",
@@ -59,7 +60,8 @@ def gaps_page(request):
 def gaps_export(request):
     """The same gaps (and helpful answers) as a golden-set file: what export_golden writes."""
     _, filters = filters_from(request)
-    lines = golden_lines(model_id=prepared(filters), **filters)
+    model_id, _ = prepared(filters)
+    lines = golden_lines(model_id=model_id, **filters)
     response = HttpResponse(golden_jsonl(lines), content_type="application/jsonl; charset=utf-8")
     response["Content-Disposition"] = 'attachment; filename="golden-from-gaps.jsonl"'
     return response

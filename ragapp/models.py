@@ -8,6 +8,8 @@ from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
 from pgvector.django import VectorField
 
+THREAD_TITLE_CHARS = 200
+
 
 class IngestRoot(models.Model):
     """A directory given to `ingest_docs`, and the URL where it is published (if any)."""
@@ -122,6 +124,10 @@ class EmbeddingIndex(models.Model):
     provider = models.CharField(max_length=32)
     model = models.CharField(max_length=200)
     dimensions = models.PositiveIntegerField()
+    # The knowledge base's version: every change to what runs can retrieve (an ingest that stores,
+    # moves or prunes a document, a re-embed) adds one. Runs record it; an answer is reused only
+    # while it is unchanged (ragapp/runs/reuse.py).
+    version = models.PositiveBigIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -156,6 +162,25 @@ class Evaluation(models.Model):
         return f"{self.name} ({self.get_mode_display()})"
 
 
+class Thread(models.Model):
+    """A conversation: a first question and its follow-ups, each one run, in order."""
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="threads", null=True
+    )
+    title = models.CharField(max_length=THREAD_TITLE_CHARS)  # from the first question
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    # Moved forward by every new run, so History lists the threads last asked in first.
+    updated_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-updated_at"]
+        indexes = [models.Index(fields=["owner", "-updated_at"], name="thread_owner_updated")]
+
+    def __str__(self) -> str:
+        return self.title
+
+
 class QueryRun(models.Model):
     """One question run through the graph, with its outcome."""
 
@@ -175,7 +200,17 @@ class QueryRun(models.Model):
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="query_runs", null=True
     )
+    # Every run belongs to one thread; a first question starts its own.
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="runs")
     query = models.TextField()
+    # sha256 of the normalised query (services/gaps.py question_hash): how reuse finds repeats.
+    query_hash = models.CharField(max_length=64, blank=True, db_index=True)
+    # The knowledge base's version (EmbeddingIndex.version) the run was asked at; null before 0008.
+    kb_version = models.PositiveBigIntegerField(null=True, blank=True)
+    # Set when the answer is an earlier run's, reused (ragapp/runs/reuse.py): always the original.
+    reused_from = models.ForeignKey(
+        "self", on_delete=models.SET_NULL, related_name="reuses", null=True, blank=True
+    )
     # Set on the runs `manage.py eval_rag` makes; they are stored and audited like any other.
     evaluation = models.ForeignKey(
         Evaluation, on_delete=models.SET_NULL, related_name="runs", null=True, blank=True

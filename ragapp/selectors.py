@@ -7,7 +7,7 @@ import re
 from django.core.cache import cache
 from django.db import DatabaseError, connection, models
 
-from ragapp.models import Chunk, Document, EmbeddingIndex, Feedback, QueryRun
+from ragapp.models import Chunk, Document, EmbeddingIndex, Feedback, QueryRun, Thread
 from ragapp.providers import EmbeddingProvider
 from ragapp.providers.status import providers_status
 
@@ -24,6 +24,11 @@ class EmbeddingMismatchError(Exception):
 def embedding_index_get() -> EmbeddingIndex | None:
     """The index's recorded embedding model, or None before the first ingest."""
     return EmbeddingIndex.objects.first()
+
+
+def knowledge_base_version() -> int:
+    """The knowledge base's version: 0 before the first ingest, one more after each change."""
+    return EmbeddingIndex.objects.values_list("version", flat=True).first() or 0
 
 
 def embedding_index_check(*, embeddings: EmbeddingProvider) -> EmbeddingIndex | None:
@@ -121,6 +126,86 @@ def runs_visible_to(*, user):
 def run_visible_to(*, user, run_id) -> bool:
     """Whether `user` may see the run `run_id`."""
     return runs_visible_to(user=user).filter(pk=run_id).exists()
+
+
+def threads_visible_to(*, user):
+    """The threads `user` may see: their own, or every thread for staff; none for anonymous."""
+    if user is None or not user.is_authenticated:
+        return Thread.objects.none()
+    if user.is_staff:
+        return Thread.objects.all()
+    return Thread.objects.filter(owner=user)
+
+
+def threads_owned_by(*, user):
+    """The threads `user` may post a follow-up into: their own only, staff included."""
+    if user is None or not user.is_authenticated:
+        return Thread.objects.none()
+    return Thread.objects.filter(owner=user)
+
+
+def threads_search(*, user, evaluation: bool | None = None, **filters):
+    """History by thread: the threads `user` may see with a run matching `filters`, last asked in
+    first (the filters and `evaluation` are runs_search's).
+
+    Each carries `run_count` (all its runs), `last_asked`, and its latest run's `latest_run_id`,
+    `latest_status` and `latest_risk`.
+    """
+    matching = runs_search(user=user, evaluation=evaluation, **filters).order_by()
+    latest = QueryRun.objects.filter(thread=models.OuterRef("pk")).order_by("-created_at")
+    return (
+        threads_visible_to(user=user)
+        .filter(pk__in=matching.values("thread_id"))
+        .select_related("owner")
+        .annotate(
+            run_count=models.Count("runs"),
+            last_asked=models.Max("runs__created_at"),
+            latest_run_id=models.Subquery(latest.values("pk")[:1]),
+            latest_status=models.Subquery(latest.values("status")[:1]),
+            latest_risk=models.Subquery(latest.values("hallucination_risk")[:1]),
+        )
+        .order_by("-updated_at", "-pk")
+    )
+
+
+def thread_runs(*, thread: Thread) -> list[QueryRun]:
+    """A thread's runs, in the order they were asked."""
+    return list(thread.runs.order_by("created_at"))
+
+
+def thread_latest(*, user) -> Thread | None:
+    """The thread `user` asked in last (what `ask --continue` continues)."""
+    if user is None:
+        return Thread.objects.filter(owner__isnull=True).order_by("-updated_at").first()
+    return Thread.objects.filter(owner=user).order_by("-updated_at").first()
+
+
+def thread_latest_asked(*, user) -> Thread | None:
+    """As thread_latest, leaving out the threads of `manage.py eval_rag` (also ownerless): a
+    golden-set question is nobody's conversation."""
+    threads = Thread.objects.filter(owner__isnull=True) if user is None else user.threads.all()
+    return threads.exclude(runs__evaluation__isnull=False).order_by("-updated_at").first()
+
+
+def thread_history(*, run: QueryRun, turns: int) -> list[tuple[str, str]]:
+    """The last `turns` finished turns of `run`'s thread before it, oldest first.
+
+    Each turn is (question, answer). A turn that was itself a follow-up gives its standalone
+    question, which reads without its own history; a turn that was not answered gives its
+    question with an empty answer: what was asked is still context.
+    """
+    earlier = (
+        QueryRun.objects.filter(thread_id=run.thread_id, created_at__lt=run.created_at)
+        .exclude(pk=run.pk)
+        .filter(status__in=[QueryRun.Status.ANSWERED, QueryRun.Status.REFUSED])
+        .order_by("-created_at")[:turns]
+    )
+    history = []
+    for turn in reversed(list(earlier)):
+        question = (turn.response_metadata or {}).get("standalone_question") or turn.query
+        answer = turn.answer if turn.status == QueryRun.Status.ANSWERED else ""
+        history.append((question, answer))
+    return history
 
 
 def run_events_list(*, run: QueryRun, after: int = 0) -> list:

@@ -11,8 +11,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from ingestion.services import source_path_for
-from ragapp.forms import AskForm, FeedbackForm, HistoryFilterForm
-from ragapp.models import QueryRun
+from ragapp.forms import AskForm, FeedbackForm, FollowUpForm, HistoryFilterForm
+from ragapp.models import QueryRun, Thread
 from ragapp.rendering import render_markdown, render_plain
 from ragapp.runs.submit import RunLimitReached, run_submit
 from ragapp.selectors import (
@@ -25,8 +25,12 @@ from ragapp.selectors import (
     run_events_list,
     run_grade_scores,
     run_is_finished,
-    runs_search,
+    run_visible_to,
     runs_visible_to,
+    thread_runs,
+    threads_owned_by,
+    threads_search,
+    threads_visible_to,
 )
 from ragapp.services import feedback_submit
 from ragapp.trace.kinds import kind_labels
@@ -68,7 +72,11 @@ def ask(request):
     status = 200
     if request.method == "POST" and form.is_valid():
         try:
-            run = run_submit(query=form.cleaned_data["query"], owner=request.user)
+            run = run_submit(
+                query=form.cleaned_data["query"],
+                owner=request.user,
+                fresh=form.cleaned_data["fresh"],
+            )
         except RunLimitReached as exc:
             form.add_error("query", str(exc))  # the question stays in the box for later
             status = 429
@@ -80,6 +88,94 @@ def ask(request):
         {"form": form, "examples": example_questions(), "runs": recent_runs(user=request.user)},
         status=400 if status == 200 and form.errors else status,
     )
+
+
+@login_required
+@require_http_methods(["POST"])
+def thread_ask(request, thread_id):
+    """A follow-up posted under an answer: a new run in the same thread, then its live page.
+
+    Only the thread's owner may post into it (staff read others' threads, never add to them);
+    anyone else gets a 404, as for a thread that does not exist. A question that is refused
+    comes back on the Ask page, as a follow-up of this thread, with its message.
+    """
+    thread = threads_owned_by(user=request.user).filter(pk=thread_id).first()
+    if thread is None:
+        raise Http404("No such thread.")
+    form = FollowUpForm(request.POST)
+    status = 400
+    if form.is_valid():
+        try:
+            run = run_submit(query=form.cleaned_data["query"], owner=request.user, thread=thread)
+        except RunLimitReached as exc:
+            form.add_error("query", str(exc))
+            status = 429
+        else:
+            return redirect("run-detail", run_id=run.pk)
+    return render(
+        request,
+        "ragapp/ask.html",
+        {"form": form, "thread": thread, "runs": recent_runs(user=request.user)},
+        status=status,
+    )
+
+
+def _visible_thread(request, thread_id) -> Thread:
+    thread = threads_visible_to(user=request.user).filter(pk=thread_id).first()
+    if thread is None:
+        raise Http404("No such thread.")  # another user's thread does not exist, for you
+    return thread
+
+
+@login_required
+def thread_detail(request, thread_id):
+    """A thread's runs in the order they were asked, each linked to its page and its replay."""
+    thread = _visible_thread(request, thread_id)
+    runs = thread_runs(thread=thread)
+    # Its owner may go on from here too, once the latest run has finished (as under an answer).
+    can_follow_up = thread.owner_id == request.user.pk and bool(runs) and run_is_finished(runs[-1])
+    return render(
+        request,
+        "ragapp/thread.html",
+        {
+            "thread": thread,
+            "runs": [(run, _standalone_question(run)) for run in runs],
+            "follow_up_form": FollowUpForm() if can_follow_up else None,
+        },
+    )
+
+
+@login_required
+def thread_replay(request, thread_id):
+    """Every run of a thread replayed one after another, by the run page's own script."""
+    thread = _visible_thread(request, thread_id)
+    runs = thread_runs(thread=thread)
+    turns = [
+        {
+            "run": str(run.pk),
+            "answer_url": reverse("run-answer", args=[run.pk]) + "?replay=1",
+            "events": [event_message(event) for event in run_events_list(run=run)],
+        }
+        for run in runs
+    ]
+    return render(
+        request,
+        "ragapp/thread_replay.html",
+        {
+            "thread": thread,
+            "runs": runs,
+            "turns": turns,
+            "event_kinds": kind_labels(),
+            "status_labels": dict(QueryRun.Status.choices),
+            "docs_root": docs_root_key(),
+        },
+    )
+
+
+def _standalone_question(run: QueryRun) -> str:
+    """The question a follow-up was answered as, when `condense` changed it; else empty."""
+    standalone = (run.response_metadata or {}).get("standalone_question") or ""
+    return standalone if standalone != run.query else ""
 
 
 def _visible_run(request, run_id) -> QueryRun:
@@ -118,9 +214,11 @@ def run_replay(request, run_id):
 
 
 def _trace_page_context(run: QueryRun) -> dict:
-    """What static/ragapp/trace.js needs on the run and replay pages."""
+    """What static/ragapp/trace.js needs on the run and replay pages, and the run's thread."""
     return {
         "run": run,
+        "thread": run.thread,
+        "standalone_question": _standalone_question(run),
         "trace": [event_message(event) for event in run_events_list(run=run)],
         "event_kinds": kind_labels(),
         "status_labels": dict(QueryRun.Status.choices),  # the status follows the trace
@@ -159,17 +257,22 @@ def _feedback_context(run: QueryRun, feedback) -> dict:
 
 @login_required
 def history(request):
-    """The user's runs (everyone's for staff): searchable, filterable, paginated."""
+    """The user's threads (everyone's for staff), last asked in first: paginated, and searchable
+    and filterable by their runs (a thread is listed when one of its runs matches)."""
     form = HistoryFilterForm(request.GET or None)
     if not request.user.is_staff:
         del form.fields["evaluation"]  # only staff see runs they did not ask themselves
     filters = dict(form.cleaned_data) if form.is_valid() else {}
     # People's runs by default; the evaluation filter shows the evaluations' runs instead.
     evaluation = bool(filters.pop("evaluation", False))
-    runs = runs_search(
+    threads = threads_search(
         user=request.user, evaluation=evaluation, **{k: v for k, v in filters.items() if v}
     )
-    page = Paginator(runs, 20).get_page(request.GET.get("page"))
+    page = Paginator(threads, 20).get_page(request.GET.get("page"))
+    statuses, risks = dict(QueryRun.Status.choices), dict(QueryRun.Risk.choices)
+    for thread in page:
+        thread.latest_status_label = statuses.get(thread.latest_status, thread.latest_status)
+        thread.latest_risk_label = risks.get(thread.latest_risk, "")
     query = request.GET.copy()
     query.pop("page", None)
     return render(
@@ -259,10 +362,27 @@ def _answer_context(request, run: QueryRun, *, with_feedback: bool) -> dict:
             t.get("input", 0) + t.get("output", 0) for t in meta.get("tokens", {}).values()
         ),
         "feedback_form": None,
+        "answered_earlier": _answered_earlier(request, run),
     }
     if with_feedback:
         context.update(_feedback_context(run, feedback_get(run=run, user=request.user)))
+        # Under a finished answer, its asker may go on in the same thread (never staff in
+        # someone else's: they may read it, not add to it).
+        if run.owner_id is not None and run.owner_id == request.user.pk:
+            context["follow_up_form"] = FollowUpForm()
     return context
+
+
+def _answered_earlier(request, run: QueryRun) -> dict | None:
+    """For a reused answer: the earlier run (linked only for who may open it), and whether the
+    viewer may ask the question afresh (its asker only)."""
+    if run.reused_from_id is None:
+        return None
+    return {
+        "run_id": run.reused_from_id,
+        "visible": run_visible_to(user=request.user, run_id=run.reused_from_id),
+        "can_refresh": run.owner_id is not None and run.owner_id == request.user.pk,
+    }
 
 
 def answer_as_markdown(request, answer: str, sources: list[dict]) -> str:

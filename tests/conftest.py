@@ -37,3 +37,12 @@ def fake_embeddings(settings):
     clear_embeddings_cache()
     yield get_embeddings()
     clear_embeddings_cache()
+
+
+@pytest.fixture(autouse=True)
+def no_answer_reuse(settings):
+    """Answer reuse off: most tests ask one question again and expect the graph to run again.
+
+    tests/ragapp/runs/test_reuse.py turns it on where it is the subject.
+    """
+    settings.RAG_REUSE = "off"

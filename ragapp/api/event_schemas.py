@@ -44,6 +44,27 @@ class CitedSourceSerializer(DocumentSummarySerializer):
     cited = serializers.BooleanField(help_text="Whether the answer text contains [n].")
 
 
+class ReusePayload(serializers.Serializer):
+    reused_run = serializers.UUIDField(
+        help_text="The earlier run whose answer this run gives: always the original, never a "
+        "reuse. Another user's run is named but not shown to you."
+    )
+    match = serializers.ChoiceField(
+        choices=["exact", "near"],
+        help_text="exact: the same question once normalised; near: a question whose embedding "
+        "is at least RAG_REUSE_NEAR_THRESHOLD similar.",
+    )
+    similarity = serializers.FloatField(help_text="Cosine similarity of the questions; 1 if exact.")
+    index_version = serializers.IntegerField(
+        min_value=0, help_text="The knowledge base's version the answer was made at (current)."
+    )
+    same_owner = serializers.BooleanField(help_text="Whether you asked the earlier run.")
+    question = serializers.CharField(
+        required=False,
+        help_text="The earlier question, only when you asked it yourself.",
+    )
+
+
 class RetrievePayload(serializers.Serializer):
     query = serializers.CharField(allow_blank=True)
     iteration = serializers.IntegerField(min_value=1, max_value=3)
@@ -82,7 +103,11 @@ class CondensePayload(serializers.Serializer):
     )
     turns = serializers.IntegerField(min_value=1, help_text="Earlier turns the model was shown.")
     fallback = serializers.BooleanField(help_text="True: the follow-up was used as asked.")
-    reason = serializers.CharField(allow_blank=True, help_text="Why it fell back, if it did.")
+    reason = serializers.CharField(
+        allow_blank=True,
+        help_text="Why it fell back, or how the model's question was repaired (it repeated an "
+        "earlier question); empty otherwise.",
+    )
     duration_ms = serializers.FloatField()
 
 
@@ -194,6 +219,7 @@ class DonePayload(serializers.Serializer):
 # One payload schema per kind, and the event schemas are built from it; a kind missing here would
 # be missing from /api/schema/, so tests/ragapp/trace/test_kinds.py checks it covers EventKind.
 PAYLOADS: dict[EventKind, type[serializers.Serializer]] = {
+    EventKind.REUSE: ReusePayload,
     EventKind.CONDENSE: CondensePayload,
     EventKind.RETRIEVE: RetrievePayload,
     EventKind.GRADE: GradePayload,

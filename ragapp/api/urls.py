@@ -11,6 +11,8 @@ urlpatterns = [
     path("runs/<uuid:run_id>", views.RunDetailView.as_view(), name="api-run-detail"),
     path("runs/<uuid:run_id>/events", views.RunEventsView.as_view(), name="api-run-events"),
     path("runs/<uuid:run_id>/feedback", views.RunFeedbackView.as_view(), name="api-run-feedback"),
+    path("threads", views.ThreadListView.as_view(), name="api-threads"),
+    path("threads/<int:thread_id>", views.ThreadDetailView.as_view(), name="api-thread-detail"),
     path("token", views.TokenView.as_view(), name="api-token"),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # The interactive docs: for signed-in users, each with the CSP it needs and no inline script.

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db.models import Prefetch
 from django.shortcuts import get_object_or_404
 from django.utils.csp import CSP
 from django.views.decorators.csp import csp_override
@@ -36,8 +37,11 @@ from ragapp.api.serializers import (
     RunDetailSerializer,
     RunFilterSerializer,
     RunSerializer,
+    ThreadDetailSerializer,
+    ThreadSerializer,
 )
 from ragapp.api.throttles import RunCreationThrottle, TokenObtainThrottle
+from ragapp.models import QueryRun
 from ragapp.runs.submit import RunLimitReached, run_submit
 from ragapp.selectors import (
     run_events_list,
@@ -45,6 +49,8 @@ from ragapp.selectors import (
     runs_search,
     runs_visible_to,
     system_health,
+    threads_owned_by,
+    threads_search,
 )
 from ragapp.services import feedback_submit
 from ragapp.sign_in_throttle import SignInAttempt
@@ -55,6 +61,7 @@ ERRORS = {
     403: OpenApiResponse(description="Session auth without a valid CSRF token."),
     404: OpenApiResponse(description="No such run, or not yours (staff see every run)."),
 }
+THREAD_404 = OpenApiResponse(description="No such thread, or not yours (staff see every thread).")
 SSE_RESPONSE = OpenApiResponse(response=SSE_EVENT_SCHEMA, description=SSE_DESCRIPTION)
 
 
@@ -107,15 +114,38 @@ class RagView(SseCapableMixin, APIView):
                 "(RAG_MAX_ACTIVE_RUNS_PER_USER), or the queue is full (RAG_MAX_QUEUED_RUNS); "
                 "see Retry-After."
             ),
+            404: OpenApiResponse(
+                description="`thread` names no thread of yours (staff too may only continue "
+                "their own)."
+            ),
             **{k: v for k, v in ERRORS.items() if k != 404},
         },
-        examples=[OpenApiExample("A question", value={"query": "How do I re-embed the docs?"})],
+        examples=[
+            OpenApiExample("A question", value={"query": "How do I re-embed the docs?"}),
+            OpenApiExample("A follow-up", value={"query": "And on Windows?", "thread": 42}),
+            OpenApiExample(
+                "A fresh answer, never reused",
+                value={"query": "How do I re-embed the docs?", "fresh": True},
+            ),
+        ],
     )
     def post(self, request):
         query = QuerySerializer(data=request.data)
         query.is_valid(raise_exception=True)
+        thread = None
+        if "thread" in query.validated_data:
+            # Someone else's thread is a 404, exactly like one that does not exist: staff may
+            # read every thread, but a run is always its asker's.
+            thread = get_object_or_404(
+                threads_owned_by(user=request.user), pk=query.validated_data["thread"]
+            )
         try:
-            run = run_submit(query=query.validated_data["query"], owner=request.user)
+            run = run_submit(
+                query=query.validated_data["query"],
+                owner=request.user,
+                thread=thread,
+                fresh=query.validated_data["fresh"],
+            )
         except RunLimitReached as exc:
             raise Throttled(wait=exc.retry_after, detail=str(exc)) from exc
         if self.wants_stream(request):
@@ -169,6 +199,56 @@ class RunDetailView(generics.RetrieveAPIView):
 
     def get_queryset(self):
         return runs_visible_to(user=self.request.user).select_related("owner")
+
+
+def _threads(request):
+    """The threads the caller may see, with what ThreadSerializer shows."""
+    return threads_search(user=request.user).prefetch_related(
+        Prefetch(
+            "runs",
+            queryset=QueryRun.objects.select_related("owner").order_by("created_at"),
+            to_attr="ordered_runs",
+        )
+    )
+
+
+@extend_schema_view(
+    get=extend_schema(
+        operation_id="threads_list",
+        summary="Your threads (everyone's for staff), last asked in first",
+        parameters=[RunFilterSerializer],
+        description="A thread is listed when one of its runs matches the filters.",
+        responses={
+            200: ThreadSerializer(many=True),
+            400: OpenApiResponse(description="A filter is not valid (field messages)."),
+            401: ERRORS[401],
+            404: OpenApiResponse(description="No such page."),
+        },
+    )
+)
+class ThreadListView(generics.ListAPIView):
+    serializer_class = ThreadSerializer
+    pagination_class = RunPagination
+
+    def get_queryset(self):
+        filters = RunFilterSerializer(data=self.request.query_params)
+        filters.is_valid(raise_exception=True)
+        return threads_search(user=self.request.user, **filters.validated_data)
+
+
+@extend_schema_view(
+    get=extend_schema(
+        operation_id="threads_retrieve",
+        summary="One thread with its runs, in the order they were asked",
+        responses={200: ThreadDetailSerializer, 401: ERRORS[401], 404: THREAD_404},
+    )
+)
+class ThreadDetailView(generics.RetrieveAPIView):
+    serializer_class = ThreadDetailSerializer
+    lookup_url_kwarg = "thread_id"
+
+    def get_queryset(self):
+        return _threads(self.request)
 
 
 class RunEventsView(SseCapableMixin, APIView):

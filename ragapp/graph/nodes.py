@@ -62,13 +62,18 @@ def condense(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
     standalone = _first_line(reply)
     if not standalone and not reason:
         reason = "the model wrote no question"
+    elif standalone and _same_question(standalone, [question for question, _ in turns]):
+        # A small model sometimes answers with the earlier question itself, which drops the
+        # follow-up's own need. Both together still name what the follow-up is about.
+        reason = "the model repeated an earlier question: asked as that question and the follow-up"
+        standalone = f"{turns[-1][0]} {followup}"
     ctx.emitter.emit(
         EventKind.CONDENSE,
         {
             "original_question": followup,
             "standalone_question": standalone or followup,
             "turns": len(turns),
-            "fallback": bool(reason),
+            "fallback": not standalone,  # the follow-up is used as asked
             "reason": reason,
             "duration_ms": round(timing["ms"], 1),
         },
@@ -81,6 +86,15 @@ def condense(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
 
 # A question, not an essay: the 1.5B model otherwise sometimes goes on to answer it.
 CONDENSE_MAX_TOKENS = 80
+
+
+def _same_question(text: str, earlier: list[str]) -> bool:
+    """Whether `text` is one of the `earlier` questions, ignoring case, spacing and punctuation."""
+
+    def key(question: str) -> str:
+        return " ".join(re.findall(r"\w+", question.casefold()))
+
+    return key(text) in {key(question) for question in earlier}
 
 
 def retrieve(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:

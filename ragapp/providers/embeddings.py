@@ -34,7 +34,7 @@ _cache_lock = threading.Lock()
 
 
 def get_embeddings() -> EmbeddingProvider:
-    """The configured embedding model, built once per process."""
+    """The configured embedding model, built once per process, its query vectors cached."""
     name = settings.RAG_EMBEDDING_PROVIDER
     with _cache_lock:
         if name not in _cache:
@@ -49,5 +49,8 @@ def clear_embeddings_cache() -> None:
 
 
 def _build(name: str) -> EmbeddingProvider:
+    from ragapp.providers.query_cache import QueryCachingEmbeddings  # it subclasses the base here
+
     build = get_provider(name, setting="RAG_EMBEDDING_PROVIDER").embeddings.build
-    return import_string(build)()
+    # The one place query vectors get their cache: every search goes through this provider.
+    return QueryCachingEmbeddings(import_string(build)())

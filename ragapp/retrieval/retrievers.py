@@ -73,7 +73,12 @@ class VectorRetriever:
         if depth is None:
             depth = k * CANDIDATE_FACTOR if self.per_document_cap else k
         depth = max(depth, k)
-        hits = chunk_vector_search(query=query, embeddings=self.embeddings, k=depth)
+        hits = chunk_vector_search(
+            query=query,
+            embeddings=self.embeddings,
+            k=depth,
+            min_documents=k if self.per_document_cap else 0,
+        )
         docs = [_as_doc(hit.chunk, hit.similarity) for hit in hits]
         return per_document(docs, cap=self.per_document_cap, k=k)
 
@@ -96,7 +101,11 @@ class HybridRetriever:
         vector = self.embeddings.embed_query(query)  # before the transaction: it may be slow
         with one_snapshot():
             dense = chunk_vector_search(
-                query=query, embeddings=self.embeddings, k=depth, vector=vector
+                query=query,
+                embeddings=self.embeddings,
+                k=depth,
+                vector=vector,
+                min_documents=k if self.per_document_cap else 0,
             )
             lexical = self._text_search(query, depth, vector)
         scores: dict[int, float] = {}

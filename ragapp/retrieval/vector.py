@@ -3,7 +3,9 @@
 The index is built for the dimension of the embedding model in use.
 
 The `embedding` column has no fixed dimension, so the index is an expression index on a cast to
-`vector(N)`; queries must use the very same cast (`cosine_distance_to`) for PostgreSQL to use it.
+`halfvec(N)` (16-bit floats: half the index of `vector(N)`, with the same recall measured in
+bench/retrieval.py); queries must use the very same cast (`cosine_distance_to`) for PostgreSQL
+to use it.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Func
 from django.db.models.functions import Cast
-from pgvector.django import CosineDistance, VectorField
+from pgvector.django import CosineDistance, HalfVectorField, VectorField
 
 from ragapp.models import Chunk
 from ragapp.providers import EmbeddingProvider
@@ -26,6 +28,15 @@ INDEX_NAME = "chunk_embedding_hnsw"
 # pgvector's defaults; bench/retrieval.py is where they get tuned.
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 64
+# What the index stores: "halfvec" (the default since issue 19) or "vector" (float32, as before;
+# bench/retrieval.py switches to it to measure the old index in the same run).
+INDEX_TYPE = "halfvec"
+# RAG_HNSW_EF_SEARCH is the ef_search of a table of this many chunks; a larger table gets it
+# times the square root of its size over this one, since HNSW needs a longer candidate list to
+# keep its recall as the graph grows (0.998 at 100k with 160, 0.903 at 1M: docs/performance.md).
+EF_SEARCH_REFERENCE_CHUNKS = 100_000
+# A search capped per document reads at most this many rows to find enough documents.
+CAPPED_SCAN_ROWS = 2000
 
 
 def embedding_text(*, heading_path: str, text: str) -> str:
@@ -39,7 +50,8 @@ def embedding_text(*, heading_path: str, text: str) -> str:
 
 def cosine_distance_to(query_vector: list[float], *, dimensions: int) -> Func:
     """The ORM expression ordering chunks by cosine distance, in the form the index matches."""
-    return CosineDistance(Cast("embedding", VectorField(dimensions=dimensions)), query_vector)
+    field = HalfVectorField if INDEX_TYPE == "halfvec" else VectorField
+    return CosineDistance(Cast("embedding", field(dimensions=dimensions)), query_vector)
 
 
 # Any constant works; it only has to be the same in every process.
@@ -93,7 +105,7 @@ def create_hnsw_index(dimensions: int) -> None:
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
         cursor.execute(
             f"CREATE INDEX {INDEX_NAME} ON ragapp_chunk USING hnsw "
-            f"((embedding::vector({int(dimensions)})) vector_cosine_ops) "
+            f"((embedding::{INDEX_TYPE}({int(dimensions)})) {INDEX_TYPE}_cosine_ops) "
             f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION})"
         )
 
@@ -102,6 +114,34 @@ def set_ef_search(ef_search: int) -> None:
     """Set hnsw.ef_search for the current transaction (the recall/speed knob of a query)."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(int(ef_search))])
+
+
+def set_search_settings(*, k: int) -> None:
+    """For this transaction: ef_search for the table's size and `k`, and iterative scans.
+
+    ef_search is `max(RAG_HNSW_EF_SEARCH * sqrt(chunks / EF_SEARCH_REFERENCE_CHUNKS), k)`, from
+    PostgreSQL's estimate of the table's size (a catalog read, no scan). With iterative scans
+    (`RAG_HNSW_ITERATIVE_SCAN`, pgvector 0.8) a search that wants more rows than one pass
+    finds, such as one capped per document, carries on through the graph instead of ending
+    with fewer rows.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT set_config('hnsw.ef_search', greatest(
+                       %(k)s, ceil(%(ef)s * sqrt(greatest(1.0, c.reltuples / %(reference)s)))
+                   )::int::text, true),
+                   set_config('hnsw.iterative_scan', %(iterative)s, true)
+            FROM pg_class c WHERE c.oid = %(table)s::regclass
+            """,
+            {
+                "k": int(k),
+                "ef": settings.RAG_HNSW_EF_SEARCH,
+                "reference": EF_SEARCH_REFERENCE_CHUNKS,
+                "iterative": settings.RAG_HNSW_ITERATIVE_SCAN,
+                "table": Chunk._meta.db_table,
+            },
+        )
 
 
 @dataclass(frozen=True)
@@ -113,22 +153,44 @@ class ScoredChunk:
 
 
 def chunk_vector_search(
-    *, query: str, embeddings: EmbeddingProvider, k: int, vector: list[float] | None = None
+    *,
+    query: str,
+    embeddings: EmbeddingProvider,
+    k: int,
+    vector: list[float] | None = None,
+    min_documents: int = 0,
 ) -> list[ScoredChunk]:
-    """The `k` chunks nearest to `query` (or to its `vector`, if given) through the HNSW index."""
+    """The `k` chunks nearest to `query` (or to its `vector`, if given) through the HNSW index.
+
+    With `min_documents`, it reads on past `k` until the rows come from that many documents (or
+    CAPPED_SCAN_ROWS were read), so a cap per document keeps enough candidates when one
+    document's chunks crowd the top.
+    """
     if vector is None:
         vector = embeddings.embed_query(query)  # before the transaction: it may be slow
     # The model check and the search in one snapshot: a re-embed that commits in between cannot
     # pair this query's vector with another model's vectors.
     with one_snapshot():
         embedding_index_check(embeddings=embeddings)
-        set_ef_search(max(settings.RAG_HNSW_EF_SEARCH, k))
-        rows = list(
+        set_search_settings(k=k)
+        nearest = (
             Chunk.objects.select_related("document")
             .defer("embedding", "search_vector")
             .annotate(distance=cosine_distance_to(vector, dimensions=embeddings.dimensions))
-            .order_by("distance")[:k]
+            .order_by("distance")
         )
+        if min_documents <= 1:
+            rows = list(nearest[:k])
+        else:
+            rows, documents = [], set()
+            # A server-side cursor: PostgreSQL walks the graph only as far as the rows fetched.
+            for row in nearest[:CAPPED_SCAN_ROWS].iterator(chunk_size=k):
+                rows.append(row)
+                documents.add(row.document_id)
+                if len(rows) >= k and len(documents) >= min_documents:
+                    break
+    # An iterative scan in relaxed order returns rows nearly, not exactly, by distance.
+    rows.sort(key=lambda row: (row.distance, row.id))
     return [ScoredChunk(chunk=row, similarity=1.0 - float(row.distance)) for row in rows]
 
 

@@ -26,6 +26,7 @@ from ragapp.providers import get_embeddings
 from ragapp.providers.chat import get_chat_models
 from ragapp.retrieval.retrievers import build_retriever
 from ragapp.runs.liveness import executing
+from ragapp.selectors import thread_history
 from ragapp.services import IllegalTransition, run_fail, run_finish, run_start
 from ragapp.trace.emitter import RunEmitter, Subscriber
 from ragapp.trace.kinds import EventKind
@@ -81,7 +82,8 @@ def execute_run(
 ) -> QueryRun:
     """Run the graph for `run`, storing every event; the run ends answered, refused or failed.
 
-    `history` holds the earlier (question, answer) turns a follow-up is read with, oldest first.
+    `history` holds the earlier (question, answer) turns a follow-up is read with, oldest first;
+    by default, the last RAG_THREAD_TURNS finished turns of the run's thread.
     """
     emitter = RunEmitter(run, subscribers)
     run_start(run=run)
@@ -98,7 +100,7 @@ def execute_run(
             models=models,
             retriever=retriever,
             limits=limits,
-            history=history or [],
+            history=history,
             callbacks=callbacks,
         )
     return run
@@ -108,6 +110,8 @@ def _execute(run, emitter, *, models, retriever, limits, history, callbacks) -> 
     started = time.perf_counter()
     context = None
     try:
+        if history is None:  # read inside the try: a failure here fails the run, visibly
+            history = thread_history(run=run, turns=settings.RAG_THREAD_TURNS)
         embeddings = get_embeddings()
         context = GraphContext(
             models=models or get_chat_models(),

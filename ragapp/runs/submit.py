@@ -8,7 +8,9 @@ from django.db import connection, transaction
 from ragapp.models import QueryRun
 from ragapp.observability import tracing
 from ragapp.runs.executor import get_executor
+from ragapp.runs.reuse import run_reuse
 from ragapp.services import run_create
+from ragapp.trace.stream import publish
 
 ACTIVE = (QueryRun.Status.QUEUED, QueryRun.Status.RUNNING)
 # Any constant works; it only has to be the same in every process.
@@ -26,19 +28,28 @@ class RunLimitReached(Exception):
         self.retry_after = retry_after
 
 
-def run_submit(*, query: str, owner=None) -> QueryRun:
+def run_submit(*, query: str, owner=None, thread=None, fresh: bool = False) -> QueryRun:
     """Create a run and hand it to the executor once the row is committed.
+
+    Unless `fresh`, a question an earlier run already answered may get that answer at once
+    (ragapp/runs/reuse.py): the run is stored answered, never queued, and no limit applies, as
+    it takes no executor's time.
 
     Raises RunLimitReached when `owner` already has RAG_MAX_ACTIVE_RUNS_PER_USER runs queued or
     running, or RAG_MAX_QUEUED_RUNS runs wait for every user together. The queued runs in the
     database are the queue, whichever executor serves it, so the bound holds across processes.
+    With a `thread` the run continues it (see run_create); without one it starts a new thread.
     """
+    if not fresh and (
+        reused := run_reuse(query=query, owner=owner, thread=thread, subscribers=[publish])
+    ):
+        return reused
     with transaction.atomic():
         # Checks and insert under one lock: two submissions at once cannot both see room.
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_SUBMIT_LOCK_KEY])
         _check_room(owner)
-        run = run_create(query=query, owner=owner)
+        run = run_create(query=query, owner=owner, thread=thread)
         # Captured now, inside the request: the run's trace links to the request's span.
         trace_context = tracing.capture()
         transaction.on_commit(lambda: get_executor().submit(run.pk, trace_context))

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from django.db import connection, transaction
+from django.db.models import F
 from pgvector import Vector
 
 from ragapp.models import Chunk, EmbeddingIndex
@@ -56,6 +57,17 @@ def embedding_index_prepare(*, embeddings: EmbeddingProvider) -> EmbeddingIndex:
             _ensure_hnsw_index(index.dimensions)
             return index
         return _switch_index(index, embeddings)
+
+
+def knowledge_base_changed() -> None:
+    """Add one to the knowledge base's version, in the caller's transaction with the change.
+
+    In the same transaction, a run that sees the new content also sees the new version; a run
+    created before it records the old version and may see either content, so its answer is never
+    reused for a version it did not see (ragapp/runs/reuse.py). A database update, not a
+    sequence: a change rolled back leaves the version as it was.
+    """
+    EmbeddingIndex.objects.update(version=F("version") + 1)
 
 
 def embedding_index_lock_for_vectors(*, embeddings: EmbeddingProvider) -> None:
@@ -213,6 +225,12 @@ def _switch_index(index: EmbeddingIndex, embeddings: EmbeddingProvider) -> Embed
     index.provider = embeddings.provider
     index.model = embeddings.model_id
     index.dimensions = embeddings.dimensions
-    index.save()
+    # Never `version` from a stale copy: a prune or a move of published URLs takes no index lock.
+    index.save(update_fields=None if index.pk is None else _MODEL_FIELDS)
+    knowledge_base_changed()  # every stored vector is another model's now
+    index.refresh_from_db(fields=["version"])
     create_hnsw_index(embeddings.dimensions)
     return index
+
+
+_MODEL_FIELDS = ["provider", "model", "dimensions", "updated_at"]

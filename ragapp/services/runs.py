@@ -10,7 +10,9 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from ragapp.models import Feedback, QueryRun
+from ragapp.models import THREAD_TITLE_CHARS, Feedback, QueryRun, Thread, TraceEvent
+from ragapp.selectors import knowledge_base_version
+from ragapp.services.gaps import question_hash
 from ragapp.trace.emitter import RunEmitter
 from ragapp.trace.kinds import EventKind
 from ragapp.trace.redaction import public_message
@@ -45,9 +47,34 @@ def clean_query(query: object) -> str:
     return query
 
 
-def run_create(*, query: str, owner=None, evaluation=None) -> QueryRun:
-    """Create a queued run for `query` (validated), part of `evaluation` if given."""
-    return QueryRun.objects.create(query=clean_query(query), owner=owner, evaluation=evaluation)
+def run_create(
+    *, query: str, owner=None, evaluation=None, thread=None, kb_version: int | None = None
+) -> QueryRun:
+    """Create a queued run for `query` (validated), part of `evaluation` if given.
+
+    With a `thread` (its owner's: the caller checked access) the run continues it, and the
+    thread moves to the top of its owner's history; without one, the run starts a new thread.
+    The run records the knowledge base's version now (or `kb_version`, for a reused answer).
+    """
+    query = clean_query(query)
+    if thread is None:
+        thread = Thread.objects.create(owner=owner, title=query[:THREAD_TITLE_CHARS])
+    else:
+        if thread.owner_id != getattr(owner, "pk", None):
+            # Staff may read anyone's thread, but a run is always its asker's: never post into
+            # someone else's conversation.
+            raise ValidationError("This thread belongs to someone else.")
+        Thread.objects.filter(pk=thread.pk).update(updated_at=timezone.now())
+    return QueryRun.objects.create(
+        query=query,
+        owner=owner,
+        evaluation=evaluation,
+        thread=thread,
+        query_hash=question_hash(query),
+        # Read before the run retrieves anything: the content it sees is this version or newer,
+        # so a stale label can only make reuse miss, never reuse an answer of older documents.
+        kb_version=knowledge_base_version() if kb_version is None else kb_version,
+    )
 
 
 def _move(run: QueryRun, target: str, **fields) -> QueryRun:
@@ -95,6 +122,71 @@ def run_finish(
         response_metadata=response_metadata,
         finished_at=timezone.now(),
     )
+
+
+def run_answer_reused(
+    *, run: QueryRun, source: QueryRun, reuse: dict, subscribers=None
+) -> QueryRun:
+    """queued -> running -> answered at once with `source`'s answer and sources, audited.
+
+    The trace is `reuse` (the `reuse` payload: the source, the match, the similarity and the
+    index version), then `answer` and `done`, all written in one transaction. Only the answer,
+    its verdict and its sources are copied: never the source's owner, its question when another
+    user asked it, or its feedback.
+    """
+    started = timezone.now()
+    source_answer = (
+        TraceEvent.objects.filter(run=source, kind=EventKind.ANSWER).values_list(
+            "payload", flat=True
+        )
+    ).first() or {}
+    kept = {k: source.response_metadata.get(k) for k in ("sources", "refined", "models")}
+    with transaction.atomic():
+        run_start(run=run)
+        emitter = RunEmitter(run, subscribers)
+        emitter.emit(EventKind.REUSE, reuse)
+        total_ms = round((timezone.now() - started).total_seconds() * 1000, 1)
+        metadata = {
+            "total_ms": total_ms,
+            "node_ms": {},
+            "tokens": {},  # no model was called
+            "cost_usd": 0.0,
+            "models": kept["models"] or {},
+            "refusal_reason": "",
+            "refined": bool(kept["refined"]),
+            "sources": kept["sources"] or [],
+            "passages": [],
+            "draft_answer": "",
+            "standalone_question": "",
+            "reuse": {k: reuse[k] for k in ("match", "similarity", "index_version")},
+        }
+        emitter.emit(
+            EventKind.ANSWER,
+            {
+                "status": str(Status.ANSWERED),
+                "answer": source.answer,
+                "faithfulness_score": source.faithfulness_score,
+                "hallucination_risk": source.hallucination_risk,
+                "problematic_claims": source_answer.get("problematic_claims", []),
+                "refined": metadata["refined"],
+                "refusal_reason": "",
+                "sources": metadata["sources"],
+                "passages": [],
+                "metadata": {k: metadata[k] for k in ("total_ms", "tokens", "cost_usd", "models")},
+            },
+        )
+        _move(
+            run,
+            Status.ANSWERED,
+            answer=source.answer,
+            faithfulness_score=source.faithfulness_score,
+            hallucination_risk=source.hallucination_risk,
+            response_metadata=metadata,
+            reused_from=source,
+            finished_at=timezone.now(),
+        )
+        emitter.emit(EventKind.DONE, {"status": str(Status.ANSWERED)})
+    return run
 
 
 def run_fail(*, run: QueryRun, error: str, response_metadata: dict | None = None) -> QueryRun:

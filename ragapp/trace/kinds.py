@@ -21,6 +21,8 @@ class EventKind(StrEnum):
         member.label = label
         return member
 
+    # An earlier run's verified answer is reused: which run, how it matched, the index version.
+    REUSE = "reuse", "Answered earlier"
     # A follow-up made standalone: the question as asked, the standalone one, the duration.
     CONDENSE = "condense", "Standalone question"
     RETRIEVE = "retrieve", "Retrieval"  # one per retrieval: query, hits and their similarity

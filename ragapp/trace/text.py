@@ -40,14 +40,24 @@ def _grade_docs(payload: dict) -> str:
     return f"{payload['passed']} of {payload['total']} documents passed{_ms(payload)}"
 
 
+def _reuse(payload: dict) -> str:
+    exact = payload["match"] == "exact"
+    how = "the same question" if exact else f"a question {payload['similarity']:.2f} similar"
+    return (
+        f"answered earlier: reusing run {payload['reused_run']} ({how}, knowledge base version "
+        f"{payload['index_version']}); no model was called"
+    )
+
+
 def _condense(payload: dict) -> str:
     if payload.get("fallback"):
         return (
             f"kept the follow-up as asked: {payload['reason']} - '{payload['original_question']}'"
         )
+    note = f" ({payload['reason']})" if payload.get("reason") else ""
     return (
         f"made the follow-up standalone: '{payload['original_question']}' → "
-        f"'{payload['standalone_question']}'{_ms(payload)}"
+        f"'{payload['standalone_question']}'{_ms(payload)}{note}"
     )
 
 
@@ -88,6 +98,7 @@ def _done(payload: dict) -> str:
 
 
 DESCRIBERS: dict[EventKind, Callable[[dict], str]] = {
+    EventKind.REUSE: _reuse,
     EventKind.CONDENSE: _condense,
     EventKind.RETRIEVE: _retrieve,
     EventKind.GRADE: _grade,

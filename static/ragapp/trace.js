@@ -1,5 +1,6 @@
 // The run page: renders the stored trace, then follows the live stream from the last seq shown.
-// Replay uses the same renderLine(), so a past run looks exactly like a live one. The page's
+// Replay uses the same renderLine(), so a past run looks exactly like a live one; a thread's
+// replay (data-thread) plays each run's trace into its own section, one after another. The page's
 // status follows the trace, a finished trace gets a summary line (the <details> it sits in is
 // folded by the server when the run had already finished), and the copy buttons are wired here.
 // The event kinds are not listed here: the page passes the declared ones (ragapp/trace/kinds.py)
@@ -18,6 +19,10 @@
   var lastSeq = 0;
   var finished = false;
   var shown = [];  // the events rendered so far, for the summary line
+  // Where the run being shown goes: the page's own, or in a thread's replay the current turn's.
+  var summaryBox = document.getElementById("trace-summary");
+  var answerBox = document.getElementById("answer");
+  var answerUrl = config.dataset.answerUrl;
 
   function hasOwn(object, key) { return Object.prototype.hasOwnProperty.call(object, key); }
   function text(value) { return value === undefined || value === null ? "" : String(value); }
@@ -47,7 +52,8 @@
   function describe(e) {
     var p = e.payload || {};
     switch (e.kind) {
-      case "condense": return p.fallback ? "kept the follow-up as asked: " + p.reason + " — “" + p.original_question + "”" : "made the follow-up standalone: “" + p.original_question + "” → “" + p.standalone_question + "”" + ms(p);
+      case "reuse": return "answered earlier: the verified answer of run " + p.reused_run + (p.match === "exact" ? " (the same question)" : " (a question " + Number(p.similarity).toFixed(2) + " similar)") + ", knowledge base version " + p.index_version + "; no model was called";
+      case "condense": return p.fallback ? "kept the follow-up as asked: " + p.reason + " — “" + p.original_question + "”" : "made the follow-up standalone: “" + p.original_question + "” → “" + p.standalone_question + "”" + ms(p) + (p.reason ? " (" + p.reason + ")" : "");
       case "retrieve": return "retrieve #" + p.iteration + ": " + p.docs_found + " documents for “" + p.query + "”" + ms(p);
       case "grade": return "grading document " + p.index + " of " + p.total + " … " + relevanceWord(Number(p.score)) + " relevance, " + (p.passed ? "kept" : "filtered out") + " — " + where(p.document);
       case "grade_docs": return p.passed + " of " + p.total + " documents passed" + ms(p);
@@ -155,20 +161,23 @@
   function finish() {
     if (finished) { return; }
     finished = true;
-    document.getElementById("waiting").hidden = true;
-    document.getElementById("trace-summary").textContent = traceSummary();
+    var waiting = document.getElementById("waiting");
+    if (waiting) { waiting.hidden = true; }
+    summaryBox.textContent = traceSummary();
     if (window.traceSource) { window.traceSource.close(); }
     if (config.dataset.answerShown) { return; }  // rendered with the page
-    fetch(config.dataset.answerUrl, { credentials: "same-origin" })
+    // Held here: in a thread's replay the next turn may have started when the answer comes.
+    var box = answerBox;
+    fetch(answerUrl, { credentials: "same-origin" })
       .then(function (r) { if (!r.ok) { throw new Error(r.status); } return r.text(); })
-      .then(showAnswer)
+      .then(function (html) { showAnswer(box, html); })
       .catch(function () {
-        document.getElementById("answer").textContent = "The answer could not be loaded; reload the page.";
+        box.textContent = "The answer could not be loaded; reload the page.";
       });
   }
 
-  function showAnswer(html) {
-    document.getElementById("answer").innerHTML = html;  // server-rendered and sanitized
+  function showAnswer(box, html) {
+    box.innerHTML = html;  // server-rendered and sanitized
     revealCopyButtons();
     // Live, the answer lands above the trace the reader was following: point them to it.
     if (!replay) { document.getElementById("answer-ready").hidden = false; }
@@ -198,23 +207,55 @@
 
   if (replay) {
     // Replay: the stored events again, spaced as they originally were (divided by the speed).
+    // A thread's is a list of turns ({events, answer_url}), each played into its own section
+    // (.thread-turn, revealed as it starts), a second apart; a run's is one turn.
+    var turns = config.dataset.thread ? stored : [{ events: stored, answer_url: answerUrl }];
+    var sections = document.querySelectorAll(".thread-turn");
     var speed = document.getElementById("replay-speed");
+    var turn = -1;
+    var events = [];
     var next = 0;
     var timer = null;
-    var step = function () {
-      if (next >= stored.length) { return; }
-      renderLine(stored[next]);
-      next += 1;
-      if (next < stored.length) {
-        var gap = Date.parse(stored[next].created_at) - Date.parse(stored[next - 1].created_at);
-        timer = setTimeout(step, Math.min(Math.max(gap, 0), 10000) / Number(speed.value || 1));
+    var startTurn = function (i) {
+      turn = i;
+      events = turns[i].events;
+      next = 0;
+      lastSeq = 0;  // each run's seqs start again at 1
+      shown = [];
+      finished = false;
+      answerUrl = turns[i].answer_url;
+      var section = sections[i];
+      if (section) {
+        section.hidden = false;
+        list = section.querySelector(".trace");
+        summaryBox = section.querySelector(".trace-summary");
+        answerBox = section.querySelector(".answer");
       }
+    };
+    // False when every turn has been played.
+    var advance = function () {
+      while (next >= events.length) {
+        if (turn + 1 >= turns.length) { return false; }
+        startTurn(turn + 1);
+      }
+      return true;
+    };
+    var step = function () {
+      if (!advance()) { return; }
+      renderLine(events[next]);
+      next += 1;
+      var gap = next < events.length
+        ? Date.parse(events[next].created_at) - Date.parse(events[next - 1].created_at)
+        : 1000;  // between one run's end and the next run's start
+      timer = setTimeout(step, Math.min(Math.max(gap, 0), 10000) / Number(speed.value || 1));
     };
     document.getElementById("replay-all").addEventListener("click", function () {
       clearTimeout(timer);
-      while (next < stored.length) { renderLine(stored[next]); next += 1; }
+      while (advance()) { renderLine(events[next]); next += 1; }
     });
-    document.getElementById("waiting").hidden = true;
+    var waiting = document.getElementById("waiting");
+    if (waiting) { waiting.hidden = true; }
+    startTurn(0);
     step();
     return;
   }

@@ -55,6 +55,7 @@ def topology():
             "RAG_RUN_HEARTBEAT_SECONDS": str(HEARTBEAT_S),
             "RAG_RUN_STALE_SECONDS": str(STALE_S),
             "RAG_API_RUN_RATE": "off",
+            "RAG_REUSE": "off",  # the same question asked again must run again
             "RAG_MAX_ACTIVE_RUNS_PER_USER": "100",  # one user starts every run here
             "RAG_METRICS_TOKEN": METRICS_TOKEN,
         },

@@ -6,6 +6,7 @@ Threads are ordered with events, never with sleeps or timed assertions; HANG_GUA
 deadlock from hanging the suite, and a wait that runs into it is reported as a failure.
 """
 
+import re
 import threading
 from pathlib import Path
 
@@ -108,7 +109,8 @@ def hnsw_index_dimensions() -> int | None:
     with connection.cursor() as cursor:
         cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s", [INDEX_NAME])
         row = cursor.fetchone()
-    return int(row[0].split("::vector(")[1].split(")")[0]) if row else None
+    # The index casts to halfvec(N) since migration 0006 (vector(N) before).
+    return int(re.search(r"::(?:halfvec|vector)\((\d+)\)", row[0])[1]) if row else None
 
 
 @pytest.fixture

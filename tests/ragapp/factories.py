@@ -27,10 +27,11 @@ def finished_run(
     metadata=None,
     retrieve: dict | None = None,
     done: bool = False,
+    thread=None,
 ) -> QueryRun:
     """A finished run (answered unless `status` says refused) with a `retrieve` event (payload
-    `retrieve`), and `done` if asked."""
-    run = run_start(run=run_create(query=query, owner=owner))
+    `retrieve`), and `done` if asked; in `thread` if given, else in a new one."""
+    run = run_start(run=run_create(query=query, owner=owner, thread=thread))
     TraceEvent.objects.create(
         run=run, seq=1, kind="retrieve", node="retrieve", payload=retrieve or {}
     )

@@ -39,6 +39,7 @@ def server(request, tmp_path, django_user_model):
         "RAG_CHAT_PROVIDER": "fake",
         "RAG_EMBEDDING_PROVIDER": "fake",
         "RAG_FAKE_CHAT_DELAY_MS": "150",
+        "RAG_REUSE": "off",  # the same question asked again must run again
         "RAG_MAX_ACTIVE_RUNS_PER_USER": "50",  # tests/ragapp/runs/test_submit.py tests the limit
         **getattr(request, "param", {}),
     }

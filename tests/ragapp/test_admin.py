@@ -4,6 +4,7 @@ import pytest
 from django.urls import reverse
 
 from ragapp.models import Chunk, Document, Feedback, QueryRun, TraceEvent
+from ragapp.services import run_create
 
 pytestmark = pytest.mark.django_db
 
@@ -18,7 +19,8 @@ def run(admin_user):
         size_bytes=10,
     )
     Chunk.objects.create(document=document, ordinal=0, text="Alpha text", embedding=[1.0, 0.0])
-    run = QueryRun.objects.create(owner=admin_user, query="What is alpha?", status="answered")
+    run = run_create(owner=admin_user, query="What is alpha?")
+    QueryRun.objects.filter(pk=run.pk).update(status="answered")
     TraceEvent.objects.create(
         run=run,
         seq=1,

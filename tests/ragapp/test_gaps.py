@@ -13,6 +13,7 @@ from django.utils import timezone
 from ragapp.gaps import gaps_find
 from ragapp.models import Evaluation, Feedback, QueryRun
 from ragapp.providers import clear_embeddings_cache, get_embeddings
+from ragapp.services import run_create
 from ragapp.services.gaps import question_vectors_ensure
 from tests.ragapp.conftest import PASSWORD
 from tests.ragapp.gap_questions import GROUPS
@@ -23,12 +24,13 @@ START = timezone.make_aware(dt.datetime(2026, 11, 1, 9, 0))
 
 
 def make_run(query, *, status="refused", reason="no_relevant_documents", day=0, **meta):
-    run = QueryRun.objects.create(
-        query=query,
+    run = run_create(query=query)
+    QueryRun.objects.filter(pk=run.pk).update(
         status=status,
         response_metadata={"refusal_reason": reason if status == "refused" else "", **meta},
+        created_at=START + dt.timedelta(days=day),
     )
-    QueryRun.objects.filter(pk=run.pk).update(created_at=START + dt.timedelta(days=day))
+    run.refresh_from_db()
     return run
 
 

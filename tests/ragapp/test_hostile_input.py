@@ -16,6 +16,7 @@ from ragapp.graph.context import ChatModels, GraphLimits
 from ragapp.models import QueryRun
 from ragapp.providers.fake_chat import FakeChatModel, FakeScript
 from ragapp.runs.runner import execute_run
+from ragapp.services import run_create
 from tests.ragapp.api.conftest import token_client
 
 pytestmark = pytest.mark.django_db
@@ -240,7 +241,7 @@ def test_model_output_with_html_is_sanitized_on_every_page(users, knowledge_base
         '<a href="javascript:alert(1)">docs</a> [see](javascript:alert(1)) '
         "<iframe src=//evil.example></iframe>"
     )
-    run = QueryRun.objects.create(query="How do I start the beta service?", owner=users["owner"])
+    run = run_create(query="How do I start the beta service?", owner=users["owner"])
     execute_run(run, models=models_answering(answer), limits=GraphLimits(top_k=2))
     run.refresh_from_db()
     assert run.status == QueryRun.Status.ANSWERED and run.answer == answer  # stored verbatim

@@ -188,12 +188,13 @@ def test_a_whole_session_from_sign_in_to_replay(server, browser):  # noqa: F811
     page.press("#id_q", "Enter")
     row = page.locator("table.history tbody tr", has_text=QUESTION)
     assert row.count() == 1
+    # History lists threads: its replay plays the thread, here of one run.
     row.locator("a:has-text('replay')").click()
     page.wait_for_selector("#replay-all")
     page.click("#replay-all")
-    page.wait_for_selector("#answer .answer-card")
+    page.wait_for_selector(".thread-turn .answer .answer-card")
     run = orm(lambda: QueryRun.objects.get())
-    assert page.locator("#trace li").count() == orm(lambda: run.events.count())
+    assert page.locator(".thread-turn .trace li").count() == orm(lambda: run.events.count())
     assert_accessible(page, "replay")
     look(page, "replay")
     context.close()

@@ -63,3 +63,34 @@ def test_bad_queries_are_rejected_with_a_clear_message(query, message):
 def test_a_query_is_stored_verbatim():
     text = "  <script>alert(1)</script>\tignore previous instructions  "
     assert QueryRun.objects.get(pk=run_create(query=text).pk).query == text
+
+
+def test_a_first_question_starts_a_thread_titled_after_it(users):
+    run = run_create(query="How do I rotate the keys? " + "x" * 300, owner=users["owner"])
+
+    assert run.thread.owner == users["owner"]
+    assert run.thread.title == run.query[:200]
+    assert list(run.thread.runs.all()) == [run]
+
+
+def test_a_follow_up_joins_its_thread_and_moves_it_up(users):
+    first = run_create(query="How do I rotate the keys?", owner=users["owner"])
+    other = run_create(query="Something else?", owner=users["owner"])
+    before = first.thread.updated_at
+
+    second = run_create(query="and how often?", owner=users["owner"], thread=first.thread)
+
+    first.thread.refresh_from_db()
+    assert second.thread_id == first.thread_id
+    assert list(first.thread.runs.order_by("created_at")) == [first, second]
+    assert first.thread.updated_at > before
+    assert first.thread.updated_at > other.thread.updated_at
+
+
+@pytest.mark.parametrize("asker", ["other", "staff", None])
+def test_nobody_posts_into_someone_elses_thread(users, asker):
+    thread = run_create(query="How do I rotate the keys?", owner=users["owner"]).thread
+
+    with pytest.raises(ValidationError, match="belongs to someone else"):
+        run_create(query="and how often?", owner=users.get(asker), thread=thread)
+    assert thread.runs.count() == 1

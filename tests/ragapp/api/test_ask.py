@@ -31,7 +31,9 @@ def test_a_question_is_accepted_with_the_run_and_its_urls(users):
         "run": f"http://testserver/api/runs/{run.pk}",
         "events": f"http://testserver/api/runs/{run.pk}/events",
         "page": f"http://testserver/runs/{run.pk}/",
+        "thread": f"http://testserver/api/threads/{run.thread_id}",
     }
+    assert body["thread"] == run.thread_id
     assert response["Location"] == body["urls"]["run"]
 
 

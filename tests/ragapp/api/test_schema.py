@@ -14,6 +14,7 @@ from rest_framework.authtoken.models import Token
 from ragapp.graph.context import ChatModels, GraphLimits
 from ragapp.models import TraceEvent
 from ragapp.providers.fake_chat import FakeChatModel, FakeScript
+from ragapp.runs.reuse import run_reuse
 from ragapp.runs.runner import execute_run
 from ragapp.services import run_create
 from ragapp.trace.kinds import EventKind
@@ -61,7 +62,9 @@ def _run_with(script: FakeScript, question: str, history=None):
     return run
 
 
-def test_every_event_the_graph_emits_matches_its_documented_schema(openapi, knowledge_base):
+def test_every_event_the_graph_emits_matches_its_documented_schema(
+    openapi, knowledge_base, settings
+):
     def beta(question, doc):
         return 0.9 if "beta" in doc.lower() else 0.1
 
@@ -79,6 +82,9 @@ def test_every_event_the_graph_emits_matches_its_documented_schema(openapi, know
         raise RuntimeError("no model")
 
     _run_with(FakeScript(relevance=beta, condense=broken_condense), "and then?", earlier)
+    # The first question asked again: answered from the earlier run (a `reuse` event).
+    settings.RAG_REUSE = "exact"
+    assert run_reuse(query="How do I start the beta service?") is not None
 
     validator = jsonschema.Draft202012Validator(
         {"$ref": "#/components/schemas/TraceEvent", "components": openapi["components"]}

@@ -197,7 +197,9 @@ def test_a_database_behind_its_migrations_is_named_before_any_run(golden):
     # A knowledge base from before an upgrade failed every run with "column ... does not exist".
     call_command("migrate", "ragapp", "0003", verbosity=0)
     try:
-        with pytest.raises(CommandError, match=r"missing 2 migration\(s\) \(ragapp.0004_run_h"):
+        with pytest.raises(
+            CommandError, match=r"missing [0-9]+ migration\(s\) \(ragapp.0004_run_h"
+        ):
             run(golden, "--retrieval-only")
     finally:
         call_command("migrate", "ragapp", verbosity=0)

@@ -90,3 +90,48 @@ def test_an_empty_reply_falls_back_too(knowledge_base, models, script):
 
     condensed = events(run, "condense")[0].payload
     assert condensed["fallback"] is True and condensed["reason"] == "the model wrote no question"
+
+
+def test_a_run_in_a_thread_is_read_with_the_threads_earlier_turns(knowledge_base, models, script):
+    seen = []
+    script.condense = lambda earlier, followup: seen.append(earlier) or "beta service port"
+    first = ask("How do I start the beta service?", models, history=None)
+    followup = run_create(query="and its port?", thread=first.thread)
+    execute_run(followup, models=models, limits=GraphLimits(top_k=2))
+    third = run_create(query="and on Windows?", thread=first.thread)
+    execute_run(third, models=models, limits=GraphLimits(top_k=2))
+
+    # The second turn is given as its standalone question, which reads without its own history.
+    assert seen == [
+        ["How do I start the beta service?"],
+        ["How do I start the beta service?", "beta service port"],
+    ]
+    assert events(first)[0].kind == "retrieve"  # a thread's first question: no condense call
+
+
+def test_only_the_last_turns_of_a_thread_are_read(knowledge_base, models, script, settings):
+    settings.RAG_THREAD_TURNS = 1
+    seen = []
+    script.condense = lambda earlier, followup: seen.append(earlier) or followup
+    first = ask("How do I start the beta service?", models, history=None)
+    for question in ("What about alpha?", "and its port?"):
+        execute_run(
+            run_create(query=question, thread=first.thread),
+            models=models,
+            limits=GraphLimits(top_k=2),
+        )
+
+    assert seen[-1] == ["What about alpha?"]
+
+
+def test_a_model_that_repeats_the_earlier_question_gets_both_asked(knowledge_base, models, script):
+    script.condense = lambda earlier, followup: "how do I start the BETA service"
+    run = ask("and which port does it use?", models, history=EARLIER)
+
+    condensed = events(run, "condense")[0].payload
+    assert condensed["fallback"] is False
+    assert condensed["standalone_question"] == (
+        "How do I start the beta service? and which port does it use?"
+    )
+    assert condensed["reason"].startswith("the model repeated an earlier question")
+    assert events(run, "retrieve")[0].payload["query"] == condensed["standalone_question"]

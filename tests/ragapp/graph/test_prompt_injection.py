@@ -30,6 +30,7 @@ from ragapp.graph.state import RetrievedDoc
 from ragapp.models import Chunk, Document, QueryRun
 from ragapp.providers.fake_chat import FakeChatModel, FakeScript
 from ragapp.runs.runner import execute_run
+from ragapp.services import run_create
 from tests.ragapp.graph.conftest import one_model_in_every_role
 
 # "document" in MATHEMATICAL BOLD SMALL letters, which start at U+1D41A.
@@ -336,7 +337,7 @@ def add_chunk(path: str, text: str, fake_embeddings) -> None:
 
 
 def ask(question: str, models: ChatModels) -> QueryRun:
-    run = QueryRun.objects.create(query=question)
+    run = run_create(query=question)
     execute_run(run, models=models, limits=GraphLimits(top_k=3, max_retrievals=2))
     run.refresh_from_db()
     return run

@@ -112,3 +112,76 @@ def test_idf_is_positive_and_falls_with_frequency():
 )
 def test_any_text_is_a_query_never_tsquery_syntax(manual, query):
     assert text_search.bm25_chunk_ids(query, limit=3)[:1] == [manual["rare"].id]
+
+
+def _reference_bm25(chunk_texts: dict[int, str], query_words: dict, mean: float) -> dict:
+    """BM25 written out in Python over the tsvectors PostgreSQL stored, for the check below."""
+    from django.db import connection
+
+    scores = {}
+    with connection.cursor() as cursor:
+        for chunk_id in chunk_texts:
+            cursor.execute(
+                "SELECT u.lexeme, coalesce(cardinality(u.positions), 1), "
+                "coalesce(cardinality(array_positions(u.weights, 'A')), 0), length(c.text) "
+                "FROM ragapp_chunk c, unnest(c.search_vector) u WHERE c.id = %s",
+                [chunk_id],
+            )
+            for lexeme, count, in_heading, chars in cursor.fetchall():
+                if lexeme in query_words:
+                    tf = count + (text_search.HEADING_BOOST - 1) * in_heading
+                    norm = text_search.K1 * (1 - text_search.B + text_search.B * chars / mean)
+                    weight = query_words[lexeme] * tf * (text_search.K1 + 1) / (tf + norm)
+                    scores[chunk_id] = scores.get(chunk_id, 0.0) + weight
+    return scores
+
+
+def test_the_stored_weights_give_the_bm25_score(manual):
+    from django.db import connection
+
+    query_words = {"server": 1.7, "pg_dumpall": 3.1}
+    texts = [c.text for c in Chunk.objects.all()]
+    mean = sum(map(len, texts)) / len(texts)
+    text_search.bm25_refresh(tolerance=0.0)  # every chunk normalised with today's mean
+    expected = _reference_bm25({c.id: c.text for c in Chunk.objects.all()}, query_words, mean=mean)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT id, -(bm25 <#> %s::sparsevec) FROM ragapp_chunk",
+            [text_search.query_vector(query_words)],
+        )
+        stored = {chunk_id: score for chunk_id, score in cursor.fetchall() if score}
+    assert stored.keys() == expected.keys() == {manual["common"].id, manual["rare"].id}
+    for chunk_id, score in expected.items():
+        assert stored[chunk_id] == pytest.approx(score, rel=1e-5)  # float32 storage
+
+
+def test_python_and_postgresql_hash_a_term_alike(manual):
+    from django.db import connection
+
+    words = ["server", "pg_dumpall", "пароль", "密码", "x"]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT t, rag_bm25_term(t) FROM unnest(%s::text[]) t", [words])
+        assert dict(cursor.fetchall()) == {w: text_search.term_index(w) for w in words}
+
+
+def _means():
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT DISTINCT bm25_mean_chars FROM ragapp_chunk")
+        return {round(row[0], 3) for row in cursor.fetchall()}
+
+
+def test_weights_are_renormalised_only_when_the_mean_length_moves(manual):
+    text_search.bm25_refresh(tolerance=0.0)
+    [mean] = _means()
+    document = manual["rare"].document
+    # A chunk of about the mean length moves the mean by little: nothing is rewritten.
+    _add(document, 50, "x" * round(mean))
+    assert text_search.bm25_refresh() == 0
+    # Long chunks move it by far more than the tolerance: every chunk gets the new mean.
+    for n in range(51, 60):
+        _add(document, n, "Appendix " + "lorem ipsum dolor " * 30)
+    assert text_search.bm25_refresh() == Chunk.objects.count()
+    [new_mean] = _means()
+    assert new_mean == pytest.approx(sum(len(c.text) for c in Chunk.objects.all()) / 22, 1e-3)

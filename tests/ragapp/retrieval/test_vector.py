@@ -79,3 +79,37 @@ def test_query_with_a_model_of_another_dimension_fails_with_a_reembed_hint(corpu
     message = str(excinfo.value)
     assert "64 dimensions" in message and "32 dimensions" in message
     assert "manage.py ingest_docs --reembed" in message
+
+
+def test_a_cap_per_document_still_fills_k_when_one_document_crowds_the_top(fake_embeddings):
+    from ragapp.retrieval.retrievers import VectorRetriever
+
+    embedding_index_prepare(embeddings=fake_embeddings)
+    query = np.array(fake_embeddings.embed_query("password reset"))
+    rng = np.random.default_rng(3)
+
+    def near(spread):
+        vector = query + spread * rng.standard_normal(query.shape)
+        return (vector / np.linalg.norm(vector)).tolist()
+
+    def document(name):
+        return Document.objects.create(
+            source_path=name, title=name, format="markdown", content_hash="0", size_bytes=1
+        )
+
+    # One long page whose 150 chunks are all nearer than any other page's best chunk: the
+    # 40 nearest rows (what a capped search once ranked) hold a single document.
+    crowd = document("crowd.md")
+    Chunk.objects.bulk_create(
+        Chunk(document=crowd, ordinal=i, text=f"crowd {i}", embedding=near(0.01))
+        for i in range(150)
+    )
+    others = [document(f"other{i}.md") for i in range(6)]
+    Chunk.objects.bulk_create(
+        Chunk(document=d, ordinal=0, text=d.title, embedding=near(0.2)) for d in others
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE ragapp_chunk")
+    found = VectorRetriever(fake_embeddings, per_document_cap=1).search("password reset", k=5)
+    assert len({doc.document_id for doc in found}) == len(found) == 5
+    assert found[0].document_id == crowd.id
