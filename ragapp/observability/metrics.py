@@ -22,6 +22,7 @@ MODEL_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120)
 
 RUNS_STARTED = Counter("rag_runs_started", "Runs whose execution started.")
 RUNS_FINISHED = Counter("rag_runs_finished", "Runs that ended, by final status.", ["status"])
+RUNS_REUSED = Counter("rag_runs_reused", "Runs answered at once from an earlier run (RAG_REUSE).")
 RUN_SECONDS = Histogram(
     "rag_run_duration_seconds",
     "Time from a run's start to its final status, by that status.",
@@ -131,6 +132,13 @@ def _alive(pid: int) -> bool:
     except PermissionError:  # someone else's process: alive
         return True
     return True
+
+
+def record_reuse() -> None:
+    """A run answered from an earlier one: started and answered at once, no model called."""
+    RUNS_STARTED.inc()
+    RUNS_FINISHED.labels("answered").inc()
+    RUNS_REUSED.inc()
 
 
 def record_ingest(outcome: str, chunks: int) -> None:

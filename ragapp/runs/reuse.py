@@ -21,6 +21,7 @@ from django.utils import timezone
 from pgvector.django import CosineDistance
 
 from ragapp.models import Feedback, QueryRun, QuestionVector
+from ragapp.observability import metrics
 from ragapp.providers import get_embeddings
 from ragapp.selectors import knowledge_base_version
 from ragapp.services import run_create
@@ -137,6 +138,9 @@ def run_reuse(*, query: str, owner=None, thread=None, subscribers=None) -> Query
     with transaction.atomic():  # never a queued run left behind without its answer
         run = run_create(query=query, owner=owner, kb_version=found.kb_version)
         run_answer_reused(run=run, source=found.run, reuse=reuse, subscribers=subscribers)
+    # Counted as runs like any other (started, answered), and apart, so a dashboard can tell
+    # how much of the answered traffic cost no model time.
+    transaction.on_commit(metrics.record_reuse)
     logger.info(
         "run %s reuses run %s (%s, %.4f)", run.pk, found.run.pk, found.match, found.similarity
     )

@@ -11,6 +11,7 @@ from langchain_core.language_models import BaseChatModel
 from ragapp.graph.context import ChatModels
 from ragapp.observability.instrument import outcome_of
 from ragapp.runs.runner import execute_run
+from ragapp.runs.submit import run_submit
 from ragapp.services import run_create, run_start
 from ragapp.trace.stream import open_streams
 from tests.ragapp.observability.conftest import TOKEN, delta, scrape
@@ -160,3 +161,19 @@ def test_open_event_streams_are_a_gauge(client, metrics_token):
     assert scrape(client)[("rag_event_streams_open", ())] == before + 1
     open_streams.give_back(4242)
     assert scrape(client)[("rag_event_streams_open", ())] == before
+
+
+def test_a_reused_answer_counts_as_an_answered_run_and_as_a_reuse(
+    client, metrics_token, knowledge_base, fake_chat, settings
+):
+    settings.RAG_REUSE = "exact"
+    execute_run(run_create(query="How do I start the beta service?"))
+    before = scrape(client)
+
+    repeat = run_submit(query="How do I start the beta service?")
+
+    after = scrape(client)
+    assert repeat.reused_from_id is not None
+    assert delta(before, after, "rag_runs_reused_total") == 1
+    assert delta(before, after, "rag_runs_started_total") == 1
+    assert delta(before, after, "rag_runs_finished_total", status="answered") == 1
