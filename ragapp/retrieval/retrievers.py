@@ -1,19 +1,28 @@
-"""Retrievers for the graph: dense vector search, or vector fused with full-text search."""
+"""Retrievers for the graph: dense vector search, or vector fused with full-text search.
+
+Both rank candidates by id first (the vector and BM25 queries return ids, document ids and
+scores only), fuse and cap them per document, and then read the chunks they return, k of them,
+in one query: reading every candidate's text and document cost more than ranking them.
+"""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
 
 from django.conf import settings
 
 from ragapp.graph.state import RetrievedDoc
 from ragapp.models import Chunk
 from ragapp.providers import EmbeddingProvider
-from ragapp.retrieval.text_search import bm25_chunk_ids
+from ragapp.retrieval.text_search import bm25_chunks
 from ragapp.retrieval.vector import (
-    ScoredChunk,
-    chunk_vector_search,
-    cosine_distance_to,
+    load_chunks,
+    nearest_chunks,
     one_snapshot,
+    set_search_settings,
 )
+from ragapp.selectors import embedding_index_check
 
 # Reciprocal rank fusion: score = sum over rankings of weight / (RRF_K + rank).
 RRF_K = 60
@@ -22,7 +31,12 @@ RRF_K = 60
 CANDIDATE_FACTOR = 8
 
 
-def per_document(docs: list[RetrievedDoc], *, cap: int, k: int) -> list[RetrievedDoc]:
+class _InDocument(Protocol):
+    @property
+    def document_id(self) -> int: ...
+
+
+def per_document[Ranked: _InDocument](docs: list[Ranked], *, cap: int, k: int) -> list[Ranked]:
     """The best `k`, keeping at most `cap` chunks of any one document (0: no cap).
 
     Neighbouring chunks of one page tend to crowd the top of a ranking; leaving room for other
@@ -38,6 +52,15 @@ def per_document(docs: list[RetrievedDoc], *, cap: int, k: int) -> list[Retrieve
             if len(kept) == k:
                 break
     return kept
+
+
+@dataclass(slots=True)
+class _Candidate:
+    """A fused candidate: its ids, and its cosine distance when the dense ranking found it."""
+
+    id: int
+    document_id: int
+    distance: float | None
 
 
 def _as_doc(chunk: Chunk, similarity: float) -> RetrievedDoc:
@@ -73,14 +96,20 @@ class VectorRetriever:
         if depth is None:
             depth = k * CANDIDATE_FACTOR if self.per_document_cap else k
         depth = max(depth, k)
-        hits = chunk_vector_search(
-            query=query,
-            embeddings=self.embeddings,
-            k=depth,
-            min_documents=k if self.per_document_cap else 0,
-        )
-        docs = [_as_doc(hit.chunk, hit.similarity) for hit in hits]
-        return per_document(docs, cap=self.per_document_cap, k=k)
+        vector = self.embeddings.embed_query(query)  # before the transaction: it may be slow
+        # The model check, the ranking and the chunks' read in one snapshot (one_snapshot).
+        with one_snapshot():
+            embedding_index_check(embeddings=self.embeddings)
+            set_search_settings(k=depth)
+            hits = nearest_chunks(
+                vector,
+                dimensions=self.embeddings.dimensions,
+                k=depth,
+                min_documents=k if self.per_document_cap else 0,
+            )
+            kept = per_document(hits, cap=self.per_document_cap, k=k)
+            chunks = load_chunks([hit.id for hit in kept])
+        return [_as_doc(chunks[h.id], 1.0 - h.distance) for h in kept if h.id in chunks]
 
 
 class HybridRetriever:
@@ -99,39 +128,49 @@ class HybridRetriever:
         """The k best chunks by fused rank; similarity is still the cosine similarity."""
         depth = max(depth or k * CANDIDATE_FACTOR, k)
         vector = self.embeddings.embed_query(query)  # before the transaction: it may be slow
+        dimensions = self.embeddings.dimensions
+        # One snapshot for both rankings and the read (one_snapshot: a re-ingest in between
+        # could otherwise mix a document's old and new chunks).
         with one_snapshot():
-            dense = chunk_vector_search(
-                query=query,
-                embeddings=self.embeddings,
+            embedding_index_check(embeddings=self.embeddings)
+            set_search_settings(k=depth)
+            dense = nearest_chunks(
+                vector,
+                dimensions=dimensions,
                 k=depth,
-                vector=vector,
                 min_documents=k if self.per_document_cap else 0,
             )
-            lexical = self._text_search(query, depth, vector)
-        scores: dict[int, float] = {}
-        by_id: dict[int, ScoredChunk] = {hit.chunk.id: hit for hit in dense}
-        for rank, hit in enumerate(dense, 1):
-            scores[hit.chunk.id] = scores.get(hit.chunk.id, 0.0) + 1.0 / (RRF_K + rank)
-        for rank, chunk in enumerate(lexical, 1):
-            scores[chunk.id] = scores.get(chunk.id, 0.0) + self.text_weight / (RRF_K + rank)
-            similarity = 1.0 - float(chunk.distance)
-            by_id.setdefault(chunk.id, ScoredChunk(chunk=chunk, similarity=similarity))
-        ranked = sorted(scores, key=lambda chunk_id: -scores[chunk_id])
-        docs = [_as_doc(by_id[i].chunk, by_id[i].similarity) for i in ranked]
-        return per_document(docs, cap=self.per_document_cap, k=k)
+            lexical = self._text_ranking(query, depth)
+            scores: dict[int, float] = {}
+            candidates: dict[int, _Candidate] = {}
+            for rank, hit in enumerate(dense, 1):
+                scores[hit.id] = scores.get(hit.id, 0.0) + 1.0 / (RRF_K + rank)
+                candidates.setdefault(hit.id, _Candidate(hit.id, hit.document_id, hit.distance))
+            for rank, (chunk_id, document_id) in enumerate(lexical, 1):
+                scores[chunk_id] = scores.get(chunk_id, 0.0) + self.text_weight / (RRF_K + rank)
+                candidates.setdefault(chunk_id, _Candidate(chunk_id, document_id, None))
+            # sorted() is stable: equal scores keep the dense ranking's order, then BM25's.
+            ranked = [candidates[i] for i in sorted(scores, key=lambda i: -scores[i])]
+            kept = per_document(ranked, cap=self.per_document_cap, k=k)
+            # Only a chunk that BM25 alone found needs its cosine distance computed; the read
+            # computes it for the k kept (the index's expression, so both ways agree).
+            chunks = load_chunks(
+                [c.id for c in kept],
+                vector=vector if any(c.distance is None for c in kept) else None,
+                dimensions=dimensions,
+            )
+        return [
+            _as_doc(
+                chunks[c.id],
+                1.0 - (c.distance if c.distance is not None else float(chunks[c.id].distance)),
+            )
+            for c in kept
+            if c.id in chunks
+        ]
 
-    def _text_search(self, query: str, limit: int, vector: list[float]) -> list[Chunk]:
+    def _text_ranking(self, query: str, limit: int) -> list[tuple[int, int]]:
         # BM25, not ts_rank: ts_rank has no notion of how rare a word is (text_search.py).
-        ids = bm25_chunk_ids(query, limit=limit)
-        chunks = (
-            Chunk.objects.select_related("document")
-            .defer("embedding", "search_vector")
-            .filter(id__in=ids)
-            # The cosine similarity too, so every chunk reports one, however it was found.
-            .annotate(distance=cosine_distance_to(vector, dimensions=self.embeddings.dimensions))
-        )
-        by_id = {chunk.id: chunk for chunk in chunks}
-        return [by_id[i] for i in ids if i in by_id]
+        return bm25_chunks(query, limit=limit)
 
 
 def build_retriever(*, mode: str, embeddings: EmbeddingProvider):

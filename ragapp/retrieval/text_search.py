@@ -136,6 +136,15 @@ def query_vector(weights: dict[str, float]) -> str:
 
 def bm25_chunk_ids(query: str, *, limit: int) -> list[int]:
     """The ids of the `limit` chunks that BM25 ranks highest for `query`, best first."""
+    return [chunk_id for chunk_id, _ in bm25_chunks(query, limit=limit)]
+
+
+def bm25_chunks(query: str, *, limit: int) -> list[tuple[int, int]]:
+    """(chunk id, document id) of the `limit` chunks BM25 ranks highest for `query`, best first.
+
+    The document id comes along (it is on the row the score is read from anyway) so that a
+    hybrid search can fuse and cap per document before it reads any chunk's text.
+    """
     lexemes = query_lexemes(query)
     if not lexemes:
         return []
@@ -154,7 +163,7 @@ def bm25_chunk_ids(query: str, *, limit: int) -> list[int]:
         # its stored weights (`<#>` is the negative inner product, so ascending is best first).
         cursor.execute(
             f"""
-            SELECT id FROM {_table()}
+            SELECT id, document_id FROM {_table()}
             WHERE search_vector @@ array_to_string(
                 ARRAY(SELECT quote_literal(t) FROM unnest(%(selecting)s::text[]) AS t), ' | '
             )::tsquery
@@ -163,7 +172,7 @@ def bm25_chunk_ids(query: str, *, limit: int) -> list[int]:
             """,
             {"selecting": selecting, "query": query_vector(weights), "limit": limit},
         )
-        return [row[0] for row in cursor.fetchall()]
+        return [(row[0], row[1]) for row in cursor.fetchall()]
 
 
 def bm25_refresh(*, tolerance: float = MEAN_TOLERANCE) -> int:

@@ -35,6 +35,11 @@ INDEX_TYPE = "halfvec"
 # times the square root of its size over this one, since HNSW needs a longer candidate list to
 # keep its recall as the graph grows (0.998 at 100k with 160, 0.903 at 1M: docs/performance.md).
 EF_SEARCH_REFERENCE_CHUNKS = 100_000
+# ef_search is also at least this many times the rows a search asks for. A hybrid search asks
+# for 80 candidates; with ef_search 100 the index found 0.92 of the exact top 80 at 100k
+# synthetic chunks, with 200 0.98 (and the fused top 10 agreed 0.924 and 0.986 with fusion over
+# the exact top 80), for 0.4 ms more (docs/performance.md, "Issue 19").
+EF_SEARCH_PER_ROW = 2.5
 # A search capped per document reads at most this many rows to find enough documents.
 CAPPED_SCAN_ROWS = 2000
 
@@ -119,23 +124,26 @@ def set_ef_search(ef_search: int) -> None:
 def set_search_settings(*, k: int) -> None:
     """For this transaction: ef_search for the table's size and `k`, and iterative scans.
 
-    ef_search is `max(RAG_HNSW_EF_SEARCH * sqrt(chunks / EF_SEARCH_REFERENCE_CHUNKS), k)`, from
-    PostgreSQL's estimate of the table's size (a catalog read, no scan). With iterative scans
-    (`RAG_HNSW_ITERATIVE_SCAN`, pgvector 0.8) a search that wants more rows than one pass
-    finds, such as one capped per document, carries on through the graph instead of ending
-    with fewer rows.
+    ef_search is `max(RAG_HNSW_EF_SEARCH * sqrt(chunks / EF_SEARCH_REFERENCE_CHUNKS),
+    EF_SEARCH_PER_ROW * k)`, from PostgreSQL's estimate of the table's size (a catalog read, no
+    scan): a graph search that keeps barely more candidates than it returns misses many of them.
+    With iterative scans (`RAG_HNSW_ITERATIVE_SCAN`, pgvector 0.8) a search that wants more
+    rows than one pass finds, such as one capped per document, carries on through the graph
+    instead of ending with fewer rows.
     """
     with connection.cursor() as cursor:
         cursor.execute(
             """
             SELECT set_config('hnsw.ef_search', greatest(
-                       %(k)s, ceil(%(ef)s * sqrt(greatest(1.0, c.reltuples / %(reference)s)))
+                       ceil(%(k)s * %(per_row)s),
+                       ceil(%(ef)s * sqrt(greatest(1.0, c.reltuples / %(reference)s)))
                    )::int::text, true),
                    set_config('hnsw.iterative_scan', %(iterative)s, true)
             FROM pg_class c WHERE c.oid = %(table)s::regclass
             """,
             {
                 "k": int(k),
+                "per_row": EF_SEARCH_PER_ROW,
                 "ef": settings.RAG_HNSW_EF_SEARCH,
                 "reference": EF_SEARCH_REFERENCE_CHUNKS,
                 "iterative": settings.RAG_HNSW_ITERATIVE_SCAN,
@@ -152,6 +160,64 @@ class ScoredChunk:
     similarity: float
 
 
+@dataclass(frozen=True)
+class Nearest:
+    """A candidate of a search before its chunk is read: the id, its document, the distance."""
+
+    id: int
+    document_id: int
+    distance: float
+
+
+def nearest_chunks(
+    vector: list[float], *, dimensions: int, k: int, min_documents: int = 0
+) -> list[Nearest]:
+    """The `k` chunks nearest to `vector`, as ids and distances, nearest first.
+
+    Only the id, document id and distance come back: a search ranks many more candidates than
+    it returns (fusion and the cap per document look 8 times deeper), and reading each one's
+    text, metadata and document into the ORM cost more than the index scan itself
+    (docs/performance.md, "Issue 19"). Callers read the chunks they keep with `load_chunks`.
+
+    The caller holds the snapshot and has applied `set_search_settings`. With `min_documents`,
+    it reads on past `k` until the rows come from that many documents (or CAPPED_SCAN_ROWS
+    were read), so a cap per document keeps enough candidates when one document's chunks crowd
+    the top.
+    """
+    nearest = (
+        Chunk.objects.annotate(distance=cosine_distance_to(vector, dimensions=dimensions))
+        .order_by("distance")
+        .values_list("id", "document_id", "distance")
+    )
+    if min_documents <= 1:
+        rows = list(nearest[:k])
+    else:
+        rows, documents = [], set()
+        # A server-side cursor: PostgreSQL walks the graph only as far as the rows fetched.
+        for row in nearest[:CAPPED_SCAN_ROWS].iterator(chunk_size=k):
+            rows.append(row)
+            documents.add(row[1])
+            if len(rows) >= k and len(documents) >= min_documents:
+                break
+    # An iterative scan in relaxed order returns rows nearly, not exactly, by distance.
+    rows.sort(key=lambda row: (row[2], row[0]))
+    return [Nearest(id=i, document_id=d, distance=float(distance)) for i, d, distance in rows]
+
+
+def load_chunks(
+    ids: list[int], *, vector: list[float] | None = None, dimensions: int = 0
+) -> dict[int, Chunk]:
+    """The chunks of `ids` with their documents, in one query, by id.
+
+    With `vector`, each chunk also carries its cosine `distance` to it (the index's expression,
+    so a chunk reports the same similarity however it was found).
+    """
+    chunks = Chunk.objects.select_related("document").defer("embedding", "search_vector")
+    if vector is not None:
+        chunks = chunks.annotate(distance=cosine_distance_to(vector, dimensions=dimensions))
+    return {chunk.id: chunk for chunk in chunks.filter(id__in=ids)}
+
+
 def chunk_vector_search(
     *,
     query: str,
@@ -162,9 +228,8 @@ def chunk_vector_search(
 ) -> list[ScoredChunk]:
     """The `k` chunks nearest to `query` (or to its `vector`, if given) through the HNSW index.
 
-    With `min_documents`, it reads on past `k` until the rows come from that many documents (or
-    CAPPED_SCAN_ROWS were read), so a cap per document keeps enough candidates when one
-    document's chunks crowd the top.
+    With `min_documents`, it reads on past `k` until the rows come from that many documents
+    (see `nearest_chunks`).
     """
     if vector is None:
         vector = embeddings.embed_query(query)  # before the transaction: it may be slow
@@ -173,25 +238,15 @@ def chunk_vector_search(
     with one_snapshot():
         embedding_index_check(embeddings=embeddings)
         set_search_settings(k=k)
-        nearest = (
-            Chunk.objects.select_related("document")
-            .defer("embedding", "search_vector")
-            .annotate(distance=cosine_distance_to(vector, dimensions=embeddings.dimensions))
-            .order_by("distance")
+        hits = nearest_chunks(
+            vector, dimensions=embeddings.dimensions, k=k, min_documents=min_documents
         )
-        if min_documents <= 1:
-            rows = list(nearest[:k])
-        else:
-            rows, documents = [], set()
-            # A server-side cursor: PostgreSQL walks the graph only as far as the rows fetched.
-            for row in nearest[:CAPPED_SCAN_ROWS].iterator(chunk_size=k):
-                rows.append(row)
-                documents.add(row.document_id)
-                if len(rows) >= k and len(documents) >= min_documents:
-                    break
-    # An iterative scan in relaxed order returns rows nearly, not exactly, by distance.
-    rows.sort(key=lambda row: (row.distance, row.id))
-    return [ScoredChunk(chunk=row, similarity=1.0 - float(row.distance)) for row in rows]
+        chunks = load_chunks([hit.id for hit in hits])
+    return [
+        ScoredChunk(chunk=chunks[hit.id], similarity=1.0 - hit.distance)
+        for hit in hits
+        if hit.id in chunks
+    ]
 
 
 @contextmanager

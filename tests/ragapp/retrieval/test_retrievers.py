@@ -1,5 +1,7 @@
 """The graph's retrievers: dense vector search, and vector fused with full-text search."""
 
+import re
+
 import pytest
 
 from ragapp.models import Chunk, Document
@@ -85,3 +87,24 @@ def test_the_retriever_follows_the_settings(settings, fake_embeddings):
     hybrid = build_retriever(mode="hybrid", embeddings=fake_embeddings)
     assert (hybrid.text_weight, hybrid.per_document_cap) == (0.8, 2)
     assert build_retriever(mode="vector", embeddings=fake_embeddings).per_document_cap == 2
+
+
+def test_a_lexical_only_hit_reports_its_cosine_similarity(chunks, fake_embeddings):
+    [fused] = HybridRetriever(fake_embeddings).search("E4711", k=1)
+    dense = VectorRetriever(fake_embeddings).search("E4711", k=4)
+    [same] = [d for d in dense if d.chunk_id == fused.chunk_id]
+    assert fused.similarity == pytest.approx(same.similarity, abs=1e-6)
+
+
+def test_only_the_chunks_returned_are_read(chunks, fake_embeddings):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    # Candidates are ranked by id; the text of a chunk is read once, and only for the k kept.
+    with CaptureQueriesContext(connection) as captured:
+        docs = HybridRetriever(fake_embeddings).search("restart the worker scheduler", k=2)
+    reads = [q["sql"] for q in captured.captured_queries if '"ragapp_chunk"."text"' in q["sql"]]
+    assert len(docs) == 2
+    assert len(reads) == 1
+    read_ids = re.search(r'"ragapp_chunk"\."id" IN \(([^)]*)\)', reads[0]).group(1)
+    assert {int(i) for i in read_ids.split(",")} == {d.chunk_id for d in docs}

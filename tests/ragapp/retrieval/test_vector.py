@@ -113,3 +113,18 @@ def test_a_cap_per_document_still_fills_k_when_one_document_crowds_the_top(fake_
     found = VectorRetriever(fake_embeddings, per_document_cap=1).search("password reset", k=5)
     assert len({doc.document_id for doc in found}) == len(found) == 5
     assert found[0].document_id == crowd.id
+
+
+def test_ef_search_keeps_a_margin_over_the_rows_asked_for(corpus):
+    from django.db import transaction
+
+    from ragapp.retrieval.vector import EF_SEARCH_PER_ROW, set_search_settings
+
+    with transaction.atomic(), connection.cursor() as cursor:
+        # A small table: the sized ef_search is RAG_HNSW_EF_SEARCH (100), so k decides.
+        set_search_settings(k=80)
+        cursor.execute("SHOW hnsw.ef_search")
+        assert int(cursor.fetchone()[0]) == int(80 * EF_SEARCH_PER_ROW)
+        set_search_settings(k=5)
+        cursor.execute("SHOW hnsw.ef_search")
+        assert int(cursor.fetchone()[0]) == 100
