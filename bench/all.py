@@ -26,6 +26,8 @@ QUICK = {
     "sse": ["--clients", "20"],
     "retrieval": ["--sizes", "10000", "--queries", "30", "--seed-queries", "2"],
     "load": ["--quick"],
+    "gaps": ["--runs", "2000"],
+    "reuse": ["--local-questions", "0", "--repeats", "10"],
 }
 FULL = {
     "ingest": [],
@@ -34,6 +36,8 @@ FULL = {
     "retrieval": ["--sizes", "10000,100000"],
     "prompt_cache": [],
     "load": [],
+    "gaps": [],
+    "reuse": [],
 }
 
 
@@ -120,6 +124,25 @@ def summarise(name: str, data) -> list[tuple[str, str, str, str]]:
                 f"single process {ttfe_s:.0f}",
                 f"{ttfe_m / max(ttfe_s, 1e-9):.2f}",
             ),
+        ]
+    if name == "gaps":
+        return [
+            (
+                f"gaps page at {data['runs']} runs s",
+                f"{data['page_s']:.3f}",
+                f"plain read {data['baseline_read_s']:.3f}",
+                f"{data['page_ratio_to_baseline']:.1f}",
+            )
+        ]
+    if name == "reuse":
+        speed = data["speed"]
+        return [
+            (
+                "reuse: exact reused answer ms p50",
+                f"{speed['reused_exact_ms_p50']:.1f}",
+                f"fresh run, fake models {speed['fresh_fake_ms_p50']:.1f}",
+                f"{speed['reused_exact_ms_p50'] / speed['fresh_fake_ms_p50']:.3f}",
+            )
         ]
     if name == "prompt_cache":
         return [
