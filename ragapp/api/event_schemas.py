@@ -106,7 +106,7 @@ class CondensePayload(serializers.Serializer):
     reason = serializers.CharField(
         allow_blank=True,
         help_text="Why it fell back, or how the model's question was repaired (it repeated an "
-        "earlier question); empty otherwise.",
+        "earlier question, or left a reference unresolved); empty otherwise.",
     )
     duration_ms = serializers.FloatField()
 

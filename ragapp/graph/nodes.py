@@ -67,6 +67,11 @@ def condense(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
         # follow-up's own need. Both together still name what the follow-up is about.
         reason = "the model repeated an earlier question: asked as that question and the follow-up"
         standalone = f"{turns[-1][0]} {followup}"
+    elif standalone and _same_question(standalone, [followup]) and _POINTING.search(followup):
+        # Unchanged although it points back ("the first one", "it"): the reference was not
+        # resolved, so the words it points to are missing; the earlier question supplies them.
+        reason = "the model left a reference unresolved: asked with the earlier question before it"
+        standalone = f"{turns[-1][0]} {followup}"
     ctx.emitter.emit(
         EventKind.CONDENSE,
         {
@@ -86,6 +91,14 @@ def condense(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
 
 # A question, not an essay: the 1.5B model otherwise sometimes goes on to answer it.
 CONDENSE_MAX_TOKENS = 80
+
+
+# Words with which a follow-up points back at the conversation.
+_POINTING = re.compile(
+    r"\b(?:it|its|this|these|those|them|they|there|the (?:first|second|last|other) one|"
+    r"the former|the latter)\b",
+    re.IGNORECASE,
+)
 
 
 def _same_question(text: str, earlier: list[str]) -> bool:

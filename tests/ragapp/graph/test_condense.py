@@ -135,3 +135,27 @@ def test_a_model_that_repeats_the_earlier_question_gets_both_asked(knowledge_bas
     )
     assert condensed["reason"].startswith("the model repeated an earlier question")
     assert events(run, "retrieve")[0].payload["query"] == condensed["standalone_question"]
+
+
+def test_a_follow_up_left_unchanged_with_a_reference_gets_the_earlier_question(
+    knowledge_base, models, script
+):
+    script.condense = lambda earlier, followup: followup  # nothing resolved
+    run = ask("Which port does it use?", models, history=EARLIER)
+
+    condensed = events(run, "condense")[0].payload
+    assert condensed["standalone_question"] == (
+        "How do I start the beta service? Which port does it use?"
+    )
+    assert condensed["reason"].startswith("the model left a reference unresolved")
+
+
+def test_a_follow_up_that_stands_alone_is_kept_as_the_model_returned_it(
+    knowledge_base, models, script
+):
+    script.condense = lambda earlier, followup: followup
+    run = ask("Which port does the beta service use?", models, history=EARLIER)
+
+    condensed = events(run, "condense")[0].payload
+    assert condensed["standalone_question"] == "Which port does the beta service use?"
+    assert condensed["reason"] == ""
