@@ -256,10 +256,10 @@ _CONDENSE_TASK = (
 # demonstration better than the instruction alone (it otherwise sometimes repeats the earlier
 # question or leaves "the first one" as it is).
 _CONDENSE_EXAMPLE = (
-    "Question 1: Which backup tools does the appliance support?\n<answer>\nIt supports "
-    "`snapctl` and `rsync` [1].\n</answer>\n\nFollow-up: How do I schedule the first one to "
-    f"run every night?\n\n{_CONDENSE_TASK}",
-    "How do I schedule snapctl backups to run every night on the appliance?",
+    "Question 1: Which backup tools are supported?\n<answer>\nTwo: `snapctl` and `rsync` "
+    "[1].\n</answer>\n\nFollow-up: How do I schedule the first one to run every night?"
+    f"\n\n{_CONDENSE_TASK}",
+    "How do I schedule snapctl to run every night?",
 )
 
 
