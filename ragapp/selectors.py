@@ -173,6 +173,13 @@ def thread_runs(*, thread: Thread) -> list[QueryRun]:
     return list(thread.runs.order_by("created_at"))
 
 
+def run_opens_its_thread(*, run: QueryRun) -> bool:
+    """Whether `run` is its thread's first question (nothing was asked in it before)."""
+    return not QueryRun.objects.filter(
+        thread_id=run.thread_id, created_at__lt=run.created_at
+    ).exists()
+
+
 def thread_latest(*, user) -> Thread | None:
     """The thread `user` asked in last (what `ask --continue` continues)."""
     if user is None:

@@ -25,6 +25,7 @@ from ragapp.selectors import (
     run_events_list,
     run_grade_scores,
     run_is_finished,
+    run_opens_its_thread,
     run_visible_to,
     runs_visible_to,
     thread_runs,
@@ -218,6 +219,7 @@ def _trace_page_context(run: QueryRun) -> dict:
     return {
         "run": run,
         "thread": run.thread,
+        "opens_thread": run_opens_its_thread(run=run),
         "standalone_question": _standalone_question(run),
         "trace": [event_message(event) for event in run_events_list(run=run)],
         "event_kinds": kind_labels(),

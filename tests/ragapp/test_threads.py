@@ -197,7 +197,12 @@ def test_the_run_page_names_its_thread_and_its_standalone_question(thread, users
     body = client.get(f"/runs/{second.pk}/").content.decode()
     assert f'href="/threads/{thread.pk}/"' in body
     assert "Answered as:</span> How do I rotate the vault key on Windows?" in body
-    assert "Answered as" not in client.get(f"/runs/{first.pk}/").content.decode()
+    assert "In the thread" in body and "The first question of" not in body
+    first_page = client.get(f"/runs/{first.pk}/").content.decode()
+    assert "Answered as" not in first_page
+    # A thread's first question does not name itself as its thread.
+    assert "The first question of" in first_page and "In the thread" not in first_page
+    assert f'href="/threads/{thread.pk}/"' in first_page
     # The follow-up box sits under the finished answer, posting into this thread.
     assert f'action="/threads/{thread.pk}/ask/"' in body and 'name="csrfmiddlewaretoken"' in body
     answer = client.get(f"/runs/{second.pk}/answer/").content.decode()  # what a live page gets
