@@ -7,25 +7,12 @@ from pathlib import Path
 
 import pytest
 from django.core.management import call_command
-from django.core.management.base import CommandError
 from django.db import connections
 
 from ragapp.models import Chunk, Document, EmbeddingIndex
+from tests.ingestion.commands import ingest, ingest_failing
 
 pytestmark = pytest.mark.django_db
-
-
-def ingest(*args: str) -> str:
-    out = StringIO()
-    call_command("ingest_docs", *args, stdout=out, stderr=StringIO())
-    return out.getvalue()
-
-
-def ingest_failing(*args: str) -> tuple[str, str]:
-    out = StringIO()
-    with pytest.raises(CommandError) as excinfo:
-        call_command("ingest_docs", *args, stdout=out, stderr=StringIO())
-    return out.getvalue(), str(excinfo.value)
 
 
 def summary(output: str) -> str:

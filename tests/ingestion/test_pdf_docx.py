@@ -1,30 +1,15 @@
 """PDF and Word files through `manage.py ingest_docs`: pages, headings, bad files, updates."""
 
 import zipfile
-from io import StringIO
 
 import pytest
-from django.core.management import call_command
-from django.core.management.base import CommandError
 
 from ingestion.loaders import LoadError, load_document
 from ragapp.models import Chunk, Document
+from tests.ingestion.commands import ingest, ingest_failing
 from tests.ingestion.documents import pdf_bytes, write_docx, write_encrypted_pdf, write_pdf
 
 pytestmark = pytest.mark.django_db
-
-
-def ingest(*args: str) -> str:
-    out = StringIO()
-    call_command("ingest_docs", *args, stdout=out, stderr=StringIO())
-    return out.getvalue()
-
-
-def ingest_failing(*args: str) -> tuple[str, str]:
-    out = StringIO()
-    with pytest.raises(CommandError) as excinfo:
-        call_command("ingest_docs", *args, stdout=out, stderr=StringIO())
-    return out.getvalue(), str(excinfo.value)
 
 
 MANUAL = [
