@@ -471,6 +471,13 @@ RAG_TOP_K = env_int("RAG_TOP_K", 5, minimum=1)
 RAG_RELEVANCE_THRESHOLD = env_float(
     "RAG_RELEVANCE_THRESHOLD", 0.35 if RAG_RELEVANCE_JUDGE == "logprobs" else 0.75, maximum=1.0
 )
+# Every retrieved chunk but the first is shown to the model as its sentences, list items and code
+# blocks closest to the question, up to this many characters (0: whole chunks). A small model
+# on a CPU reads prompts slowly; a capable one gains nothing from it (docs/graph.md, "Excerpts").
+RAG_EXCERPT_CHARS = env_int("RAG_EXCERPT_CHARS", _CHAT_DEFAULTS.excerpt_chars)
+# The longest answer the generator may write, in tokens (0: the model's own limit). The local
+# default stops a small model's rare loops early; what it wrote before the loop is kept.
+RAG_ANSWER_MAX_TOKENS = env_int("RAG_ANSWER_MAX_TOKENS", _CHAT_DEFAULTS.answer_max_tokens)
 RAG_MIN_RELEVANT_DOCS = env_int("RAG_MIN_RELEVANT_DOCS", 1, minimum=1)
 RAG_ANSWER_CONFIDENCE_THRESHOLD = env_float(
     "RAG_ANSWER_CONFIDENCE_THRESHOLD",

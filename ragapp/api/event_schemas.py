@@ -71,6 +71,7 @@ class RetrievePayload(serializers.Serializer):
     mode = serializers.ChoiceField(choices=["vector", "hybrid"])
     docs_found = serializers.IntegerField(min_value=0)
     documents = DocumentSummarySerializer(many=True)
+    excerpted = serializers.IntegerField(min_value=0, required=False)  # absent in older runs
     duration_ms = serializers.FloatField()
 
 
@@ -128,6 +129,12 @@ class GeneratePayload(serializers.Serializer):
         "fallback): the answer may cite only these.",
     )
     answer_chars = serializers.IntegerField(min_value=0)
+    repetition_cut_chars = serializers.IntegerField(
+        min_value=0,
+        required=False,
+        help_text="Characters cut where the model started repeating itself (not for the "
+        "fallback; absent in older runs).",
+    )
     duration_ms = serializers.FloatField(required=False, help_text="Absent for the fallback.")
 
 

@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
+from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 
 if TYPE_CHECKING:
@@ -26,9 +27,10 @@ class Emitter(Protocol):
 
 
 class Retriever(Protocol):
-    """Finds the top-k chunks for a query."""
+    """Finds the top-k chunks for a query, with the embedding model it searches by."""
 
     mode: str
+    embeddings: Embeddings
 
     def search(self, query: str, *, k: int, depth: int | None = None) -> list[RetrievedDoc]: ...
 
@@ -63,6 +65,9 @@ class GraphLimits:
     prefilter_similarity: float = 0.0
     # Whether a "high" hallucination risk vetoes an answer whose score passes.
     risk_veto: bool = True
+    # Retrieved chunks after the first are shown as excerpts of this many characters (0: off).
+    excerpt_chars: int = 0
+    answer_max_tokens: int = 0  # the longest answer the generator may write (0: its own cap)
 
 
 @dataclass

@@ -15,6 +15,7 @@ from langgraph.runtime import Runtime
 
 from ragapp.graph import prompts
 from ragapp.graph.context import GraphContext
+from ragapp.graph.excerpts import focused
 from ragapp.graph.grounding import declines, prune
 from ragapp.graph.judges import (
     describe_problem,
@@ -22,6 +23,7 @@ from ragapp.graph.judges import (
     judge_relevance,
     text_call,
 )
+from ragapp.graph.repetition import without_repetition
 from ragapp.graph.state import AnswerGrade, DocGrade, RAGState, RetrievedDoc, usable_numbers
 from ragapp.trace.kinds import EventKind
 
@@ -116,6 +118,15 @@ def retrieve(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
     iteration = state.get("iteration_count", 0) + 1
     with _timed(ctx, "retrieve") as timing:
         docs = ctx.retriever.search(state["query"], k=ctx.limits.top_k)
+        if ctx.limits.excerpt_chars and len(docs) > 1:
+            # The first hit stays whole: it holds the answer most often (MRR@10 0.86 on this
+            # documentation), and cutting it cost the most facts (docs/evaluation.md).
+            docs[1:] = focused(
+                docs[1:],
+                state["original_query"],
+                ctx.retriever.embeddings,
+                budget=ctx.limits.excerpt_chars,
+            )
     ctx.emitter.emit(
         EventKind.RETRIEVE,
         {
@@ -124,6 +135,8 @@ def retrieve(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
             "mode": ctx.retriever.mode,
             "docs_found": len(docs),
             "documents": [doc.summary() for doc in docs],
+            # How many of them the model is shown as excerpts (RAG_EXCERPT_CHARS).
+            "excerpted": sum(bool(doc.excerpt) for doc in docs),
             "duration_ms": round(timing["ms"], 1),
         },
         node="retrieve",
@@ -303,15 +316,17 @@ def generate(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
         )
         return {"generation": prompts.FALLBACK_ANSWER, "fallback": True}
     with _timed(ctx, "generate") as timing:
-        answer = _unwrapped(
+        written = _unwrapped(
             text_call(
                 ctx.models.generator,
                 prompts.generate_messages(
                     state["original_query"], state["context_documents"], usable_numbers(state)
                 ),
                 usage=ctx.usage,
+                max_tokens=ctx.limits.answer_max_tokens or None,
             )
         )
+        answer = without_repetition(written)
     ctx.emitter.emit(
         EventKind.GENERATE,
         {
@@ -319,6 +334,8 @@ def generate(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
             "sources": [state["context_documents"][n - 1].summary() for n in usable_numbers(state)],
             "usable": usable_numbers(state),
             "answer_chars": len(answer),
+            # Characters cut because the model started repeating itself (repetition.py).
+            "repetition_cut_chars": len(written) - len(answer),
             "duration_ms": round(timing["ms"], 1),
         },
         node="generate",

@@ -96,7 +96,7 @@ _WORD = re.compile(r"\w+")
 
 def _document(number: int | None, doc: RetrievedDoc, question: str = "") -> str:
     ident = f' id="{number}"' if number is not None else ""
-    text = without_question(doc.text, question)
+    text = without_question(doc.excerpt or doc.text, question)
     section = without_question(doc.heading_path or doc.title, question)
     return (
         f'<document{ident} source="{_attribute(doc.source_path)}" '

@@ -23,11 +23,15 @@ class RetrievedDoc:
     # anchor ("" when the root has no base URL). Stored in the trace, so a run keeps its links.
     public_path: str = ""
     url: str = ""
+    # What the model is shown instead of `text` when set: the parts of a long chunk closest to
+    # the question (graph/excerpts.py). Citations and checks still read the whole `text`.
+    excerpt: str = ""
 
     def summary(self) -> dict:
         """The document's identity for trace payloads (no full text, no server path)."""
         data = asdict(self)
         data.pop("text")
+        data.pop("excerpt")
         public = data.pop("public_path") or self.source_path
         # The trace streams to the run's owner, who must never see an absolute server path.
         data["source_path"] = public.rsplit("/", 1)[-1] if public.startswith("/") else public

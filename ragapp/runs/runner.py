@@ -47,6 +47,8 @@ def limits_from_settings() -> GraphLimits:
         grade_concurrency=settings.RAG_GRADE_CONCURRENCY,
         prefilter_similarity=settings.RAG_RELEVANCE_PREFILTER,
         risk_veto=settings.RAG_FAITHFULNESS_RISK_VETO,
+        excerpt_chars=settings.RAG_EXCERPT_CHARS,
+        answer_max_tokens=settings.RAG_ANSWER_MAX_TOKENS,
     )
 
 

@@ -1,0 +1,53 @@
+"""An answer cut where it starts repeating itself.
+
+At temperature 0 a small model sometimes falls into a loop: the same two list items again and
+again until its token cap ("If the ingestion fails, ... If the ingestion is successful, ..."
+fifteen times, from the 1.5B model on this documentation). What came before the loop is a real
+answer; the loop adds nothing, and the answer check would spend a model call on each copy.
+"""
+
+from __future__ import annotations
+
+import re
+
+_FENCE = re.compile(r"^\s*(```|~~~)")
+# List numbering, bullets, heading marks and emphasis: "3. **If it fails**" repeats "1. **If it
+# fails**" whatever its number.
+_MARKUP = re.compile(r"^\s*(?:[-*+]|\d+[.)]|#{1,6})\s+|\*\*|__|`")
+MIN_WORDS = 4  # "Run:" or "For example:" twice is not a loop
+
+
+def _units(answer: str) -> list[tuple[int, str]]:
+    """(offset, text) of each line of `answer`, a fenced code block counting as one line."""
+    units: list[tuple[int, str]] = []
+    offset = 0
+    fence_start: int | None = None
+    for line in answer.splitlines(keepends=True):
+        if fence_start is not None:
+            if _FENCE.match(line):
+                units.append((fence_start, answer[fence_start : offset + len(line)]))
+                fence_start = None
+        elif _FENCE.match(line):
+            fence_start = offset
+        elif line.strip():
+            units.append((offset, line))
+        offset += len(line)
+    return units
+
+
+def _key(text: str) -> str:
+    return " ".join(_MARKUP.sub("", text).casefold().split())
+
+
+def without_repetition(answer: str) -> str:
+    """`answer` up to the first line (or code block) that repeats an earlier one word for word,
+    list numbers and emphasis aside; unchanged when nothing repeats."""
+    seen: set[str] = set()
+    for offset, text in _units(answer):
+        key = _key(text)
+        if len(key.split()) < MIN_WORDS:
+            continue
+        if key in seen:
+            return answer[:offset].rstrip()
+        seen.add(key)
+    return answer
