@@ -98,8 +98,11 @@ def _document(number: int | None, doc: RetrievedDoc, question: str = "") -> str:
     ident = f' id="{number}"' if number is not None else ""
     text = without_question(doc.excerpt or doc.text, question)
     section = without_question(doc.heading_path or doc.title, question)
+    # The path relative to the ingest root: shorter to read, and an answer that names its source
+    # must not show users the server's absolute path.
+    source = doc.public_path or doc.source_path
     return (
-        f'<document{ident} source="{_attribute(doc.source_path)}" '
+        f'<document{ident} source="{_attribute(source)}" '
         f'section="{_attribute(section)}">\n{defuse(text)}\n</document>'
     )
 

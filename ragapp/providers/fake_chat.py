@@ -80,6 +80,7 @@ class FakeScript:
     risk: Callable[[float], str] | None = None  # score -> risk; None: derived from the score
     invalid_output_for: set[str] = field(default_factory=set)  # schema names answering garbage
     calls: list[str] = field(default_factory=list)  # task names, in call order
+    answer_caps: list[int | None] = field(default_factory=list)  # max_tokens of each generate
 
 
 class FakeChatModel(BaseChatModel):
@@ -124,6 +125,7 @@ class FakeChatModel(BaseChatModel):
             text = self.script.refine(answer.group(1), claims)
         else:
             self.script.calls.append("generate")
+            self.script.answer_caps.append(kwargs.get("max_tokens"))
             text = self.script.generate(_first(_QUESTION, prompt), docs)
         return ChatResult(generations=[ChatGeneration(message=_message(prompt, text))])
 

@@ -311,3 +311,61 @@ def test_the_claims_check_vetoes_a_missing_specific_and_judges_each_sentence(
     grade = payloads(run, "grade_answer")[0]
     assert grade["faithfulness_score"] == 0.0
     assert "beta_rotate_hours does not appear in the documents" in grade["problematic_claims"]
+
+
+def test_chunks_after_the_first_are_shown_as_excerpts(
+    knowledge_base, models, script, fake_embeddings
+):
+    from ragapp.graph.excerpts import GAP
+    from ragapp.models import Document
+
+    document = Document.objects.create(
+        source_path="docs/vault.md",
+        title="Vault",
+        format="markdown",
+        content_hash="v",
+        size_bytes=1,
+    )
+    # Its filler keeps it far from the question, so it is never the first hit.
+    long_text = (
+        "Unrelated filler about colours and themes of the portal. " * 6
+        + "The beta service keeps seven vault copies."
+    )
+    Chunk.objects.create(
+        document=document,
+        ordinal=0,
+        text=long_text,
+        heading_path="Vault",
+        embedding=fake_embeddings.embed_query(f"Vault\n\n{long_text}"),
+    )
+    script.relevance = lambda q, doc: 1.0
+    seen = []
+    script.generate = lambda q, docs: seen.append(docs) or "It starts with beta serve [1]."
+    run = ask("How do I start the beta service?", models, top_k=6, excerpt_chars=120)
+
+    retrieve = payloads(run, "retrieve")[0]
+    ranked = [d["chunk_id"] for d in retrieve["documents"]]
+    texts = [Chunk.objects.get(pk=pk).text for pk in ranked]
+    assert len(ranked) == 6 and texts[0] != long_text
+    assert retrieve["excerpted"] == 1  # the only chunk over 120 characters
+    assert texts[0] in seen[-1]  # the first hit is shown whole
+    assert long_text not in seen[-1]
+    (shown,) = [d for d in seen[-1] if "vault copies" in d]
+    assert len(shown) <= 120 and GAP in shown
+    assert "The beta service keeps seven vault copies." in shown
+    assert run.status == QueryRun.Status.ANSWERED
+
+
+def test_an_answer_is_capped_and_cut_where_the_model_starts_repeating_itself(
+    knowledge_base, models, script
+):
+    script.relevance = lambda q, doc: 1.0
+    loop = "\n".join(["Beta starts with beta serve [1].", "It listens on port 9000 [1]."] * 4)
+    script.generate = lambda q, docs: loop
+    run = ask("How do I start the beta service?", models, answer_max_tokens=200)
+
+    assert script.answer_caps == [200]
+    assert run.answer == "Beta starts with beta serve [1].\nIt listens on port 9000 [1]."
+    generate = payloads(run, "generate")[0]
+    assert generate["repetition_cut_chars"] == len(loop) - len(run.answer)
+    assert generate["answer_chars"] == len(run.answer)

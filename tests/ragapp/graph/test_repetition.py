@@ -1,0 +1,35 @@
+"""An answer is cut where the model starts repeating itself."""
+
+from ragapp.graph.repetition import without_repetition
+
+LOOP = """To re-embed:
+
+1. **Set the provider** to the new model first.
+
+2. **If it fails**, you can try running the command again.
+
+3. **If it works**, you can proceed with the ingestion.
+
+4. **If it fails**, you can try running the command again.
+
+5. **If it works**, you can"""
+
+
+def test_a_loop_is_cut_at_its_first_repeated_line_whatever_its_number():
+    assert without_repetition(LOOP) == LOOP.split("\n\n4.")[0]
+
+
+def test_an_answer_that_does_not_repeat_itself_is_unchanged():
+    answer = "Run `ingest_docs --reembed` [1].\n\nIt rebuilds the index [1]."
+    assert without_repetition(answer) == answer
+
+
+def test_short_lines_may_repeat():
+    answer = "For example:\n```\na\n```\nFor example:\n```\nb\n```"
+    assert without_repetition(answer) == answer
+
+
+def test_a_repeated_code_block_is_a_loop():
+    block = "```bash\nuv run python manage.py ingest_docs docs\n```"
+    answer = f"Run it:\n{block}\nThen again:\n{block}\nThen again:"
+    assert without_repetition(answer) == f"Run it:\n{block}\nThen again:"
