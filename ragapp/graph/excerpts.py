@@ -4,7 +4,7 @@ On two CPU cores reading the documents is most of a run (docs/evaluation.md, "Sp
 1.5B model reads about 100 prompt tokens a second, and five 800-character chunks are over a
 thousand. Most of a chunk is about its neighbourhood, not the question. An excerpt keeps the
 units of the chunk (sentences, list items, table rows, whole code blocks) closest to the
-question by embedding, up to a character budget, in their original order, with "…" where
+question by embedding, up to a character budget, in their original order, with "[...]" where
 something was left out. The chunk itself is unchanged: citations, the sources users see and
 the lexical check of specifics still read the whole chunk.
 
@@ -21,7 +21,8 @@ from typing import Protocol
 
 from ragapp.graph.state import RetrievedDoc
 
-GAP = "…"
+# The conventional mark of words left out of a quotation (ASCII: prompts are NFKC-normalised).
+GAP = "[...]"
 _FENCE = re.compile(r"^\s*(```|~~~)")
 # A sentence ends at . ! or ? followed by a space and something that starts a sentence. Dots
 # inside names (settings.py, v1.2, e.g. "RAG_TOP_K.") are not followed by a space and a capital.

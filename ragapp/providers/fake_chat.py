@@ -24,7 +24,8 @@ from pydantic import BaseModel, ConfigDict
 from ragapp.graph.schemas import AnswerFaithfulness, DocumentRelevance
 from ragapp.providers.registry import ModelStatus
 
-_DOC = re.compile(r"<document[^>]*>\n(.*?)\n</document>", re.S)
+# <document ...> but not <documents>, the block around them.
+_DOC = re.compile(r"<document(?:\s[^>]*)?>\n(.*?)\n</document>", re.S)
 _QUESTION = re.compile(r"^Question: (.*)$", re.M)
 _ANSWER = re.compile(r"<answer>\n(.*?)\n</answer>", re.S)
 _USER_ASKED = re.compile(r"^The user asked: (.*)$", re.M)
