@@ -33,3 +33,13 @@ def test_a_repeated_code_block_is_a_loop():
     block = "```bash\nuv run python manage.py ingest_docs docs\n```"
     answer = f"Run it:\n{block}\nThen again:\n{block}\nThen again:"
     assert without_repetition(answer) == f"Run it:\n{block}\nThen again:"
+
+
+def test_a_sentence_repeated_inside_one_paragraph_is_a_loop():
+    answer = (
+        "POST /api/rag returns 202 Accepted [1]. The run executes in the background [1]. "
+        "The run executes in the background [1]. The run executes"
+    )
+    assert without_repetition(answer) == (
+        "POST /api/rag returns 202 Accepted [1]. The run executes in the background [1]."
+    )
