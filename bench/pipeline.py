@@ -1,7 +1,7 @@
-"""A run's time with the local model: the shared-prefix graph against the pipeline before it.
+"""A run's time with the local model: the graph as it is against the pipelines before it.
 
-Both pipelines answer the same questions of tests/eval/golden_docs.jsonl in one process, on one
-llama.cpp server, one question at a time, alternating which goes first:
+Three pipelines answer the same questions of tests/eval/golden_docs.jsonl in one process, on one
+llama.cpp server, one question at a time, rotating which goes first:
 
 - before (the baseline, rebuilt here from the prompts of 2026-11-30): retrieval; one yes/no
   relevance prompt per chunk, each reading its chunk alone; the answer written from a new
@@ -9,12 +9,14 @@ llama.cpp server, one question at a time, alternating which goes first:
   documents are read twice; the lexical check.
   It leaves out the refinement the old graph did for a third of its answers, so it flatters the
   baseline.
+- whole: the product's graph with whole chunks and no answer cap (`RAG_EXCERPT_CHARS=0`,
+  `RAG_ANSWER_MAX_TOKENS=0`), the graph of the morning of 2026-12-01.
 - now: the product's graph (`execute_run`) with the settings in force: relevance verdicts as
-  tails over one shared documents prefix, the answer from the same cache, the claims check, a
-  refinement when it fails.
+  tails over one shared documents prefix, every chunk but the first shown as an excerpt, the
+  answer from the same cache and capped, the claims check, a refinement when it fails.
 
-It prints p50/p95 per pipeline, the ratio now/before, and where the time of a run goes now
-(each node's share of the summed run time).
+It prints p50/p95 per pipeline, the ratios now/before and now/whole, and where the time of a
+run goes now (each node's share of the summed run time).
 
     uv run python bench/pipeline.py                  # 12 questions, about 10 minutes on 2 cores
     uv run python bench/pipeline.py --questions 4
@@ -77,14 +79,28 @@ def before(question: str, retriever, model, usage) -> float:
     return time.perf_counter() - started
 
 
-def now(question: str) -> tuple[float, dict]:
-    """The product's graph with the settings in force; seconds and its node timings."""
+def forget_prompt(model, usage) -> None:
+    """Make the server's one slot hold an unrelated prompt, so no arm reads the documents the
+    arm before it left in the prompt cache (two arms of the graph share their first chunk)."""
+    from langchain_core.messages import HumanMessage
+
+    from ragapp.graph.judges import text_call
+
+    text_call(model, [HumanMessage("Reply with OK.")], usage=usage, max_tokens=1)
+
+
+def now(question: str, **overrides) -> tuple[float, dict]:
+    """The product's graph with the settings in force, or with `overrides` of them; seconds and
+    its node timings."""
+    from django.test import override_settings
+
     from ragapp.runs.runner import execute_run
     from ragapp.services import run_create
 
     run = run_create(query=question)
     started = time.perf_counter()
-    execute_run(run)
+    with override_settings(**overrides):
+        execute_run(run)
     seconds = time.perf_counter() - started
     run.refresh_from_db()
     return seconds, run.response_metadata.get("node_ms", {})
@@ -107,32 +123,43 @@ def main() -> dict:
         call_command("ingest_docs", str(settings.BASE_DIR / "docs"), stdout=io.StringIO())
         retriever = build_retriever(mode=settings.RAG_RETRIEVAL_MODE, embeddings=get_embeddings())
         model = get_chat_models().generator
-        old, new, nodes = [], [], {}
+        old, whole, new, nodes = [], [], [], {}
+        arms = ["before", "whole", "now"]
         for i, question in enumerate(questions(args.questions)):
-            order = ("before", "now") if i % 2 == 0 else ("now", "before")
-            for which in order:
+            for which in arms[i % 3 :] + arms[: i % 3]:
+                forget_prompt(model, Usage())
                 if which == "before":
                     old.append(before(question, retriever, model, Usage()))
+                elif which == "whole":
+                    whole.append(now(question, RAG_EXCERPT_CHARS=0, RAG_ANSWER_MAX_TOKENS=0)[0])
                 else:
                     seconds, node_ms = now(question)
                     new.append(seconds)
                     for node, ms in node_ms.items():
                         nodes[node] = nodes.get(node, 0.0) + ms / 1000
-            print(f"  before {old[-1]:5.1f} s   now {new[-1]:5.1f} s   {question}", flush=True)
+            print(
+                f"  before {old[-1]:5.1f} s   whole {whole[-1]:5.1f} s   now {new[-1]:5.1f} s   "
+                f"{question}",
+                flush=True,
+            )
     total = sum(new)
     result = {
         "questions": len(new),
         "before_p50_s": round(statistics.median(old), 1),
         "before_p95_s": round(percentile(old, 0.95), 1),
+        "whole_p50_s": round(statistics.median(whole), 1),
+        "whole_p95_s": round(percentile(whole, 0.95), 1),
         "now_p50_s": round(statistics.median(new), 1),
         "now_p95_s": round(percentile(new, 0.95), 1),
         "ratio_p50": round(statistics.median(new) / statistics.median(old), 3),
+        "ratio_whole_p50": round(statistics.median(new) / statistics.median(whole), 3),
         "node_share": {node: round(s / total, 3) for node, s in sorted(nodes.items())},
     }
     print(
-        f"before: p50 {result['before_p50_s']} s, p95 {result['before_p95_s']} s; now: p50 "
-        f"{result['now_p50_s']} s, p95 {result['now_p95_s']} s; ratio (p50) "
-        f"{result['ratio_p50']}"
+        f"before: p50 {result['before_p50_s']} s, p95 {result['before_p95_s']} s; whole: p50 "
+        f"{result['whole_p50_s']} s, p95 {result['whole_p95_s']} s; now: p50 "
+        f"{result['now_p50_s']} s, p95 {result['now_p95_s']} s; ratio now/before (p50) "
+        f"{result['ratio_p50']}, now/whole {result['ratio_whole_p50']}"
     )
     print(
         "share of the run time now: "
