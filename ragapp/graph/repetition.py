@@ -20,6 +20,8 @@ MIN_WORDS = 4  # "Run:" or "For example:" twice is not a loop
 
 # Where a sentence ends inside a line: after . ! or ? and a space, before what starts the next.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*_\[(\"'])")
+# "Use Git LFS to track PSD files. [8]" repeats "... [7]": the model counts its citations up.
+_CITATION = re.compile(r"\s*\[\d{1,3}\]")
 _NUMBER = re.compile(r"^\s*\d+[.)]$")
 
 
@@ -51,12 +53,12 @@ def _units(answer: str) -> list[tuple[int, str]]:
 
 
 def _key(text: str) -> str:
-    return " ".join(_MARKUP.sub("", text).casefold().split())
+    return " ".join(_MARKUP.sub("", _CITATION.sub("", text)).casefold().split())
 
 
 def without_repetition(answer: str) -> str:
     """`answer` up to the first sentence (or code block) that repeats an earlier one word for
-    word, list numbers and emphasis aside; unchanged when nothing repeats."""
+    word, list numbers, citations and emphasis aside; unchanged when nothing repeats."""
     seen: set[str] = set()
     for offset, text in _units(answer):
         key = _key(text)

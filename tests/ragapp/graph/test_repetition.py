@@ -43,3 +43,15 @@ def test_a_sentence_repeated_inside_one_paragraph_is_a_loop():
     assert without_repetition(answer) == (
         "POST /api/rag returns 202 Accepted [1]. The run executes in the background [1]."
     )
+
+
+def test_a_loop_whose_citations_count_up_is_still_a_loop():
+    answer = (
+        "1. Install Git LFS [2].\n\n"
+        "2. Use Git LFS to track PSD files in the repository. [7]\n\n"
+        "3. Use Git LFS to track PSD files in the repository. [8]\n\n"
+        "4. Use Git LFS to track"
+    )
+    assert without_repetition(answer) == (
+        "1. Install Git LFS [2].\n\n2. Use Git LFS to track PSD files in the repository. [7]"
+    )
