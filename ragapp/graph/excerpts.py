@@ -1,8 +1,8 @@
 """Question-focused excerpts: the parts of each retrieved chunk that a small model is shown.
 
 On two CPU cores reading the documents is most of a run (docs/evaluation.md, "Speed"): the
-1.5B model reads about 100 prompt tokens a second, and five 800-character chunks are over a
-thousand. Most of a chunk is about its neighbourhood, not the question. An excerpt keeps the
+1.5B model reads about 85 prompt tokens a second, and five 800-character chunks with their tags
+are about 1,050 tokens. Most of a chunk is about its neighbourhood, not the question. An excerpt keeps the
 units of the chunk (sentences, list items, table rows, whole code blocks) closest to the
 question by embedding, up to a character budget, in their original order, with "[...]" where
 something was left out. The chunk itself is unchanged: citations, the sources users see and
@@ -24,10 +24,10 @@ from ragapp.graph.state import RetrievedDoc
 # The conventional mark of words left out of a quotation (ASCII: prompts are NFKC-normalised).
 GAP = "[...]"
 _FENCE = re.compile(r"^\s*(```|~~~)")
-# A sentence ends at . ! or ? followed by a space and something that starts a sentence. Dots
-# inside names (settings.py, v1.2, e.g. "RAG_TOP_K.") are not followed by a space and a capital.
 # A heading, a list item ("-", "*", "+", "1.") or a table row starts a paragraph of its own.
 _BLOCK_START = re.compile(r"^\s*(#{1,6}\s|[-*+]\s|\d+[.)]\s|\|)")
+# A sentence ends at . ! or ? followed by a space and something that starts a sentence. Dots
+# inside names (settings.py, v1.2) are not followed by a space and a capital.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(\[*])")
 
 
