@@ -2,9 +2,9 @@
 
 On two CPU cores reading the documents is most of a run (docs/evaluation.md, "Speed"): the
 1.5B model reads about 85 prompt tokens a second, and five 800-character chunks with their tags
-are about 1,050 tokens. Most of a chunk is about its neighbourhood, not the question. An excerpt keeps the
-units of the chunk (sentences, list items, table rows, whole code blocks) closest to the
-question by embedding, up to a character budget, in their original order, with "[...]" where
+are about 1,050 tokens. Most of a chunk is about its neighbourhood, not the question. An excerpt
+keeps the units of the chunk (sentences, list items, table rows, whole code blocks) closest to
+the question by embedding, up to a character budget, in their original order, with "[...]" where
 something was left out. The chunk itself is unchanged: citations, the sources users see and
 the lexical check of specifics still read the whole chunk.
 
