@@ -1,0 +1,20 @@
+"""The one-line trace text of `manage.py ask` and the admin."""
+
+from ragapp.trace.text import describe
+
+RETRIEVE = {"iteration": 1, "docs_found": 5, "query": "backups?", "mode": "hybrid"}
+
+
+def test_a_retrieval_says_how_many_documents_the_model_saw_as_excerpts():
+    line = describe("retrieve", {**RETRIEVE, "excerpted": 4, "duration_ms": 12.0})
+    assert line == (
+        "retrieve #1: 5 documents for 'backups?' by hybrid search, 4 shown to the model as "
+        "excerpts (12 ms)"
+    )
+
+
+def test_a_retrieval_without_excerpts_or_from_an_older_run_does_not_mention_them():
+    assert describe("retrieve", {**RETRIEVE, "excerpted": 0}) == (
+        "retrieve #1: 5 documents for 'backups?' by hybrid search"
+    )
+    assert describe("retrieve", RETRIEVE) == "retrieve #1: 5 documents for 'backups?' by hybrid search"
