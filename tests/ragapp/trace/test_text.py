@@ -14,7 +14,6 @@ def test_a_retrieval_says_how_many_documents_the_model_saw_as_excerpts():
 
 
 def test_a_retrieval_without_excerpts_or_from_an_older_run_does_not_mention_them():
-    assert describe("retrieve", {**RETRIEVE, "excerpted": 0}) == (
-        "retrieve #1: 5 documents for 'backups?' by hybrid search"
-    )
-    assert describe("retrieve", RETRIEVE) == "retrieve #1: 5 documents for 'backups?' by hybrid search"
+    plain = "retrieve #1: 5 documents for 'backups?' by hybrid search"
+    assert describe("retrieve", {**RETRIEVE, "excerpted": 0}) == plain
+    assert describe("retrieve", RETRIEVE) == plain
