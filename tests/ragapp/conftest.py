@@ -74,6 +74,8 @@ def fake_chat(settings):
     settings.RAG_FAITHFULNESS_JUDGE = "structured"
     settings.RAG_ANSWER_CONFIDENCE_THRESHOLD = 0.80
     settings.RAG_FAITHFULNESS_RISK_VETO = True
+    settings.RAG_EXCERPT_CHARS = 0
+    settings.RAG_ANSWER_MAX_TOKENS = 0
     clear_chat_models_cache()
     yield
     clear_chat_models_cache()
