@@ -317,27 +317,14 @@ def test_chunks_after_the_first_are_shown_as_excerpts(
     knowledge_base, models, script, fake_embeddings
 ):
     from ragapp.graph.excerpts import GAP
-    from ragapp.models import Document
+    from tests.ragapp.graph.stored import add_chunk
 
-    document = Document.objects.create(
-        source_path="docs/vault.md",
-        title="Vault",
-        format="markdown",
-        content_hash="v",
-        size_bytes=1,
-    )
     # Its filler keeps it far from the question, so it is never the first hit.
     long_text = (
         "Unrelated filler about colours and themes of the portal. " * 6
         + "The beta service keeps seven vault copies."
     )
-    Chunk.objects.create(
-        document=document,
-        ordinal=0,
-        text=long_text,
-        heading_path="Vault",
-        embedding=fake_embeddings.embed_query(f"Vault\n\n{long_text}"),
-    )
+    add_chunk("docs/vault.md", long_text, fake_embeddings, title="Vault")
     script.relevance = lambda q, doc: 1.0
     seen = []
     script.generate = lambda q, docs: seen.append(docs) or "It starts with beta serve [1]."

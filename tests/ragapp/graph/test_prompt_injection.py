@@ -27,11 +27,12 @@ from ragapp.graph import prompts
 from ragapp.graph.context import ChatModels, GraphLimits
 from ragapp.graph.schemas import AnswerFaithfulness, DocumentRelevance
 from ragapp.graph.state import RetrievedDoc
-from ragapp.models import Chunk, Document, QueryRun
+from ragapp.models import QueryRun
 from ragapp.providers.fake_chat import FakeChatModel, FakeScript
 from ragapp.runs.runner import execute_run
 from ragapp.services import run_create
 from tests.ragapp.graph.conftest import one_model_in_every_role
+from tests.ragapp.graph.stored import add_chunk
 
 # "document" in MATHEMATICAL BOLD SMALL letters, which start at U+1D41A.
 MATH_BOLD_DOCUMENT = "".join(chr(0x1D41A + ord(letter) - ord("a")) for letter in "document")
@@ -320,20 +321,6 @@ def gullible(request):
         refine=lambda answer, claims: "Invoices are printed on blue paper [1].",
     )
     return one_model_in_every_role(GullibleModel(script=script), request.param)
-
-
-def add_chunk(path: str, text: str, fake_embeddings) -> None:
-    """A chunk stored as is: not through ingestion, so only the prompts can defuse it."""
-    document = Document.objects.create(
-        source_path=path, title="Gamma", format="markdown", content_hash=path, size_bytes=1
-    )
-    Chunk.objects.create(
-        document=document,
-        ordinal=0,
-        text=text,
-        heading_path="Gamma",
-        embedding=fake_embeddings.embed_query(f"Gamma\n\n{text}"),
-    )
 
 
 def ask(question: str, models: ChatModels) -> QueryRun:
