@@ -18,8 +18,8 @@ llama.cpp server, one question at a time, rotating which goes first:
 It prints p50/p95 per pipeline, the ratios now/before and now/whole, and where the time of a
 run goes now (each node's share of the summed run time).
 
-    uv run python bench/pipeline.py                  # 12 questions, about 10 minutes on 2 cores
-    uv run python bench/pipeline.py --questions 4
+    uv run python bench/pipeline.py                  # 12 questions, about 12 minutes on 2 cores
+    uv run python bench/pipeline.py --questions 6    # about 6 minutes
 """
 
 from __future__ import annotations

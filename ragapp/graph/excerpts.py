@@ -19,16 +19,13 @@ import re
 from dataclasses import replace
 from typing import Protocol
 
+from ragapp.graph.grounding import FENCE_LINE, SENTENCE_BREAK
 from ragapp.graph.state import RetrievedDoc
 
 # The conventional mark of words left out of a quotation (ASCII: prompts are NFKC-normalised).
 GAP = "[...]"
-_FENCE = re.compile(r"^\s*(```|~~~)")
 # A heading, a list item ("-", "*", "+", "1.") or a table row starts a paragraph of its own.
 _BLOCK_START = re.compile(r"^\s*(#{1,6}\s|[-*+]\s|\d+[.)]\s|\|)")
-# A sentence ends at . ! or ? followed by a space and something that starts a sentence. Dots
-# inside names (settings.py, v1.2) are not followed by a space and a capital.
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(\[*])")
 
 
 class Embedder(Protocol):
@@ -50,17 +47,17 @@ def units(text: str) -> list[str]:
     def close_paragraph() -> None:
         if paragraph:
             joined = " ".join(line.strip() for line in paragraph)
-            pieces.extend(part for part in _SENTENCE_END.split(joined) if part.strip())
+            pieces.extend(part for part in SENTENCE_BREAK.split(joined) if part.strip())
             paragraph.clear()
 
     fence: list[str] | None = None
     for line in text.splitlines():
         if fence is not None:
             fence.append(line)
-            if _FENCE.match(line):
+            if FENCE_LINE.match(line):
                 pieces.append("\n".join(fence))
                 fence = None
-        elif _FENCE.match(line):
+        elif FENCE_LINE.match(line):
             close_paragraph()
             fence = [line]
         elif not line.strip():

@@ -249,7 +249,12 @@ def declines(answer: str) -> bool:
     )
 
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*_\[(\"'])|\n+")
+# Where a sentence ends inside a line: after . ! or ?, spaces, then what starts a sentence. Dots
+# inside names (settings.py, v1.2) are not followed by a space and a capital.
+SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*_\[(\"'])")
+_SENTENCE_END = re.compile(SENTENCE_BREAK.pattern + r"|\n+")
+# A line that opens or closes a fenced code block.
+FENCE_LINE = re.compile(r"^\s*(```|~~~)")
 _MARKUP = re.compile(r"^\s*(?:[-*+]|\d+[.)]|#{1,6})\s+|\*\*|__")
 # A sentence that only says where something is written: "This is stated in [2].", "For more
 # details, see the documentation.", "The documentation for this parameter is located in [4]."
@@ -265,7 +270,7 @@ _POINTER = re.compile(
 MAX_CLAIMS = 6  # each is a model call; an answer longer than this is checked on its first six
 
 
-def _claim_text(piece: str) -> str:
+def claim_text(piece: str) -> str:
     """A sentence as a claim: no citations, no list or heading markup, spaces collapsed.
 
     `answer_claims` names claims in this form and `prune` finds them by it: one function, so
@@ -284,7 +289,7 @@ def answer_claims(answer: str) -> list[str]:
     for piece in _SENTENCE_END.split(_FENCED.sub("\n", answer)):
         if _POINTER.search(piece):
             continue  # "This is stated in [2]." points at a source; it claims nothing itself
-        sentence = _claim_text(piece)
+        sentence = claim_text(piece)
         if len(sentence.split()) >= 4 and not sentence.endswith(":"):
             claims.append(sentence)
     return claims[:MAX_CLAIMS]
@@ -325,7 +330,7 @@ def prune(answer: str, claims: list[str]) -> str:
             pieces = _SENTENCE_END.split(line)
             survivors = []
             for piece in pieces:
-                if _claim_text(piece) in sentences or flagged(piece):
+                if claim_text(piece) in sentences or flagged(piece):
                     continue
                 survivors.append(piece)
             if survivors or not line.strip():

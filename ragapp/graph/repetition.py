@@ -11,24 +11,16 @@ from __future__ import annotations
 
 import re
 
-_FENCE = re.compile(r"^\s*(```|~~~)")
-# List numbering, bullets, heading marks and emphasis: "3. **If it fails**" repeats "1. **If it
-# fails**" whatever its number.
-_MARKUP = re.compile(r"^\s*(?:[-*+]|\d+[.)]|#{1,6})\s+|\*\*|__|`")
+from ragapp.graph.grounding import FENCE_LINE, SENTENCE_BREAK, claim_text
+
 MIN_WORDS = 4  # "Run:" or "For example:" twice is not a loop
-
-
-# Where a sentence ends inside a line: after . ! or ? and a space, before what starts the next.
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*_\[(\"'])")
-# "Use Git LFS to track PSD files. [8]" repeats "... [7]": the model counts its citations up.
-_CITATION = re.compile(r"\s*\[\d{1,3}\]")
-_NUMBER = re.compile(r"^\s*\d+[.)]$")
+_NUMBER = re.compile(r"^\s*\d+[.)]$")  # a list item's number, all a line holds before a break
 
 
 def _sentences(offset: int, line: str) -> list[tuple[int, str]]:
     """(offset, text) of each sentence of `line`, which starts at `offset` in the answer."""
     # "2. **If it fails**" is one sentence: a list number's full stop ends nothing.
-    breaks = [m for m in _SENTENCE_END.finditer(line) if not _NUMBER.match(line[: m.start()])]
+    breaks = [m for m in SENTENCE_BREAK.finditer(line) if not _NUMBER.match(line[: m.start()])]
     starts = [0] + [match.end() for match in breaks]
     ends = [match.start() for match in breaks] + [len(line)]
     return [(offset + start, line[start:end]) for start, end in zip(starts, ends, strict=True)]
@@ -41,10 +33,10 @@ def _units(answer: str) -> list[tuple[int, str]]:
     fence_start: int | None = None
     for line in answer.splitlines(keepends=True):
         if fence_start is not None:
-            if _FENCE.match(line):
+            if FENCE_LINE.match(line):
                 units.append((fence_start, answer[fence_start : offset + len(line)]))
                 fence_start = None
-        elif _FENCE.match(line):
+        elif FENCE_LINE.match(line):
             fence_start = offset
         elif line.strip():
             units.extend(_sentences(offset, line))
@@ -53,7 +45,9 @@ def _units(answer: str) -> list[tuple[int, str]]:
 
 
 def _key(text: str) -> str:
-    return " ".join(_MARKUP.sub("", _CITATION.sub("", text)).casefold().split())
+    # "3. **If it fails** ... [8]" repeats "1. **If it fails** ... [7]": the claims check's form
+    # of a sentence drops list numbers, emphasis and citations, which a loop counts up.
+    return claim_text(text).casefold()
 
 
 def without_repetition(answer: str) -> str:
