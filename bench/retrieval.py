@@ -182,9 +182,12 @@ def exact_ids(vector) -> list[int]:
         return [row[0] for row in cursor.fetchall()]
 
 
-def timed(fn, queries):
+def timed(fn, queries, *, before=None):
+    """Milliseconds and results of `fn` on each query; `before` runs untimed ahead of each."""
     times, results = [], []
     for q in queries:
+        if before:
+            before()
         started = time.perf_counter()
         results.append(fn(q))
         times.append((time.perf_counter() - started) * 1000)
@@ -222,6 +225,41 @@ def exact_capped_ids(vector, cap_k: int) -> list[int]:
 _LEGACY_MEAN: dict[int, float] = {}
 
 
+def legacy_cached(key: str, compute):
+    """The product's statistics cache before migration 0009 (Django's cache, 5 minutes)."""
+    from django.core.cache import cache
+
+    value = cache.get(f"legacy:{key}")
+    if value is None:
+        value = compute()
+        cache.set(f"legacy:{key}", value, 300)
+    return value
+
+
+def legacy_document_frequencies(lexemes: list[str], version: int) -> dict[str, int]:
+    """Before migration 0009: each word's chunks counted through the GIN index and the heap,
+    cached per word under the newest chunk id. Today's hybrid and its BM25 half use this; the
+    product now reads `ragapp_bm25_term`."""
+    from django.core.cache import cache
+    from django.db import connection
+
+    keys = {t: f"legacy:df:{version}:{t.encode().hex()}" for t in lexemes}
+    found = cache.get_many(list(keys.values()))
+    frequencies = {t: found[key] for t, key in keys.items() if key in found}
+    missing = [t for t in lexemes if t not in frequencies]
+    if missing:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT t, (SELECT count(*) FROM ragapp_chunk WHERE search_vector @@ "
+                "quote_literal(t)::tsquery) FROM unnest(%s::text[]) AS t",
+                [missing],
+            )
+            fresh = dict(cursor.fetchall())
+        cache.set_many({keys[t]: n for t, n in fresh.items()}, 300)
+        frequencies.update(fresh)
+    return frequencies
+
+
 def legacy_bm25_ids(query: str, *, limit: int) -> list[int]:
     """Today's BM25 before issue 19: each candidate's tsvector unnested to count the query's words.
 
@@ -232,18 +270,24 @@ def legacy_bm25_ids(query: str, *, limit: int) -> list[int]:
 
     from ragapp.retrieval import text_search as ts
 
-    lexemes = ts.query_lexemes(query)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT lexeme FROM unnest(to_tsvector('english', %s)) ORDER BY lexeme", [query]
+        )
+        lexemes = [row[0] for row in cursor.fetchall()]
     if not lexemes:
         return []
-    version = ts.collection_version()
-    chunks = ts.collection_stats(version).chunks
+    (version,) = sql_one("SELECT coalesce(max(id), 0) FROM ragapp_chunk")
+    chunks = legacy_cached(
+        f"chunks:{version}", lambda: sql_one("SELECT count(*) FROM ragapp_chunk")[0]
+    )
     # Cached per collection version, as the product cached it.
     if version not in _LEGACY_MEAN:
         (_LEGACY_MEAN[version],) = sql_one(
             "SELECT coalesce(avg(length(text)), 0) FROM ragapp_chunk"
         )
     mean = _LEGACY_MEAN[version]
-    frequencies = ts.document_frequencies(lexemes, version)
+    frequencies = legacy_document_frequencies(lexemes, version)
     present = [t for t in lexemes if frequencies.get(t)]
     if not present or not chunks:
         return []
@@ -369,6 +413,58 @@ def binary_ids(vector, rerank: int) -> list[int]:
         return [row[0] for row in cursor.fetchall()]
 
 
+STATS_TRIGGERS = ("ragapp_chunk_bm25_inserted", "ragapp_chunk_bm25_deleted")
+
+
+def replace_documents(vectors, labels, *, documents: int, per_document: int, stats: bool) -> float:
+    """Seconds to write `documents` documents as ingestion does, then delete them again.
+
+    Each document is one transaction with one multi-row INSERT of its chunks (and each is
+    deleted in its own), so the statement triggers run per document, as in an ingest. With
+    `stats` off, the term-statistics triggers (migration 0009) are disabled for both the writes
+    and the deletes, which leaves the statistics as they were.
+    """
+    from django.db import connection, transaction
+
+    rnd = random.Random(11)
+    toggle = "ENABLE" if stats else "DISABLE"
+    with connection.cursor() as cursor:
+        for name in STATS_TRIGGERS:
+            cursor.execute(f"ALTER TABLE ragapp_chunk {toggle} TRIGGER {name}")
+    started = time.perf_counter()
+    written = []
+    for d in range(documents):
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(
+                "INSERT INTO ragapp_document (source_path, title, format, content_hash, "
+                "size_bytes, metadata, ingested_at, updated_at, relative_path, url) VALUES "
+                "(%s, 'Bench', 'markdown', 'x', 1, '{}', now(), now(), '', '') RETURNING id",
+                [f"bench/write-{stats}-{d}.md"],
+            )
+            (document_id,) = cursor.fetchone()
+            rows = []
+            for ordinal in range(per_document):
+                i = rnd.randrange(len(vectors))
+                vector = "[" + ",".join(f"{x:.5f}" for x in vectors[i]) + "]"
+                rows.append((document_id, ordinal, text_for(int(labels[i]), rnd), "Bench", vector))
+            cursor.execute(
+                "INSERT INTO ragapp_chunk (document_id, ordinal, text, heading_path, has_code, "
+                "embedding, metadata) VALUES "
+                + ", ".join(["(%s, %s, %s, %s, false, %s, '{}')"] * len(rows)),
+                [value for row in rows for value in row],
+            )
+            written.append(document_id)
+    for document_id in written:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("DELETE FROM ragapp_chunk WHERE document_id = %s", [document_id])
+            cursor.execute("DELETE FROM ragapp_document WHERE id = %s", [document_id])
+    seconds = time.perf_counter() - started
+    with connection.cursor() as cursor:
+        for name in STATS_TRIGGERS:
+            cursor.execute(f"ALTER TABLE ragapp_chunk ENABLE TRIGGER {name}")
+    return seconds
+
+
 def recall(hits, truth) -> float:
     return statistics.mean(
         len(set(h) & set(t)) / max(1, len(t)) for h, t in zip(hits, truth, strict=True)
@@ -427,19 +523,16 @@ def run_size(n: int, args) -> list[dict]:
             vector_index.EF_SEARCH_PER_ROW = EF_PER_ROW
             settings.RAG_HNSW_ITERATIVE_SCAN = "relaxed_order"
 
-        def cold(fn):
-            # Document frequencies are cached per lexeme for STATS_SECONDS: the first query
-            # with a word counts it (through the GIN index and the heap). "cold" starts every
-            # query with an empty cache, "warm" after one pass over the same queries.
-            def run(q):
-                cache.clear()
-                _LEGACY_MEAN.clear()
-                return fn(q)
-
-            return run
+        def forget_statistics():
+            # Before migration 0009 document frequencies were cached per lexeme for 5 minutes:
+            # the first query with a word counted it (through the GIN index and the heap).
+            # "cold" empties that cache before every query (untimed), "warm" runs after one
+            # pass over the same queries. The product now reads them from a table, cache or no.
+            cache.clear()
+            _LEGACY_MEAN.clear()
 
         def hybrid_rows(label, search, agree_with, agree_label):
-            ms, hits = timed(cold(search), names)
+            ms, hits = timed(search, names, before=forget_statistics)
             rows.append(_row(n, f"{label}, cold stats", ms, exact_p50, recall=None))
             for q in names:
                 search(q)
@@ -615,6 +708,30 @@ def run_size(n: int, args) -> list[dict]:
         ms, hits = timed(lambda q: [d.chunk_id for d in capped.search(q, k=K)], names)
         rows.append(_row(n, "hybrid product, cap 1/doc", ms, exact_p50, recall=None))
 
+        if args.write_documents:
+            # What the term statistics cost an ingest: the same writes with their triggers on
+            # and off, alternated so that drift in the machine's load falls on both.
+            spent = {True: 0.0, False: 0.0}
+            for stats in (False, True, False, True):
+                spent[stats] += replace_documents(
+                    vectors,
+                    labels,
+                    documents=args.write_documents,
+                    per_document=args.chunks_per_document,
+                    stats=stats,
+                )
+            written = 2 * args.write_documents * args.chunks_per_document
+            print(
+                f"  writes, {written:,} chunks in {args.chunks_per_document}-chunk documents "
+                f"(written, then deleted): {written / spent[False]:.0f} chunks/s without the "
+                f"term statistics, {written / spent[True]:.0f}/s with them "
+                f"({spent[True] / spent[False]:.2f}x the time)",
+                flush=True,
+            )
+            rows.append(
+                {"chunks": n, "method": "writes", "without": spent[False], "with": spent[True]}
+            )
+
         if args.concurrency:
             one = concurrent_qps(lambda q: hybrid.search(q, k=K), names, 1)
             many = concurrent_qps(lambda q: hybrid.search(q, k=K), names, args.concurrency)
@@ -708,6 +825,9 @@ def main(argv=None) -> list[dict]:
     parser.add_argument("--chunks-per-document", type=int, default=10)
     parser.add_argument("--mean-errors", default="1.1,1.25", help="Mean-length errors to try.")
     parser.add_argument("--concurrency", type=int, default=8, help="0: skip.")
+    parser.add_argument(
+        "--write-documents", type=int, default=50, help="Documents per write round; 0: skip."
+    )
     parser.add_argument("--no-binary", dest="binary", action="store_false")
     parser.add_argument("--json", type=Path, help="Also write the rows here.")
     args = parser.parse_args(argv)

@@ -15,8 +15,10 @@ question's lexemes, sent as a sparse vector; the inner product of the two is the
 Computing the score that way, instead of unnesting each candidate's tsvector, made the text half
 several times faster (docs/performance.md). Corpus statistics are kept right so:
 
-- idf comes from document frequencies counted through the GIN index at query time and cached
-  under the newest chunk id, so an ingest that writes chunks starts afresh (as before);
+- idf comes from two small tables, how many chunks hold each lexeme and how many chunks there
+  are, which statement triggers keep exact in every writer's transaction (migration 0009): one
+  index lookup per query word, where counting a word's chunks through the GIN index and the
+  heap cost 5-10 ms a word at 100k chunks and grew with the table;
 - the mean length is in the stored weights: new chunks use the mean the newest chunk was
   written with, and `bm25_refresh` (after each ingest run) rewrites the weights of every chunk
   only when the corpus's mean has moved by more than MEAN_TOLERANCE.
@@ -25,16 +27,12 @@ several times faster (docs/performance.md). Corpus statistics are kept right so:
 from __future__ import annotations
 
 import hashlib
-import logging
 import math
 from dataclasses import dataclass
 
-from django.core.cache import cache
 from django.db import connection
 
 from ragapp.models import Chunk
-
-logger = logging.getLogger(__name__)
 
 # BM25's usual constants: term-frequency saturation and length normalisation. They live in the
 # SQL function rag_bm25_document (migration 0006), which computes the stored weights; a test
@@ -55,63 +53,35 @@ MEAN_TOLERANCE = 0.02
 # scores the candidates the rarer words find): on a large knowledge base "database" would
 # otherwise make every query rank most of the table.
 COMMON_SHARE = 0.2
-# Document frequencies and the collection's size change only with ingestion. They are cached
-# under the newest chunk id, so an ingest that writes chunks starts afresh; deletions alone are
-# seen within this many seconds, a staleness that moves no ranking measurably.
-STATS_SECONDS = 300
 
 
 @dataclass(frozen=True)
-class CollectionStats:
+class QueryTerms:
+    """A query's lexemes with how many chunks hold each, and how many chunks there are."""
+
+    frequencies: dict[str, int]
     chunks: int
 
 
-def collection_version() -> int:
-    """The newest chunk's id: it changes whenever ingestion writes chunks (an index lookup)."""
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT coalesce(max(id), 0) FROM {_table()}")
-        return cursor.fetchone()[0]
+def query_terms(query: str) -> QueryTerms:
+    """The query's words as the index stores them (parsed, stemmed, no stop words), counted.
 
-
-def collection_stats(version: int) -> CollectionStats:
-    """How many chunks there are (cached)."""
-    key = f"rag:bm25:{version}:chunks"
-    cached = _cached([key]).get(key)
-    if cached is not None:
-        return CollectionStats(cached)
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT count(*) FROM {_table()}")
-        (chunks,) = cursor.fetchone()
-    _cache({key: int(chunks)})
-    return CollectionStats(int(chunks))
-
-
-def query_lexemes(query: str) -> list[str]:
-    """The query's words as the index stores them: parsed, stemmed, without stop words."""
+    One statement: the words, each one's count from `ragapp_bm25_term` (0 when no chunk holds
+    it) and the collection's size, all as of this transaction's snapshot.
+    """
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT lexeme FROM unnest(to_tsvector('english', %s)) ORDER BY lexeme", [query]
+            """
+            SELECT u.lexeme, coalesce(t.chunks, 0), c.chunks
+            FROM unnest(to_tsvector('english', %s)) u
+            LEFT JOIN ragapp_bm25_term t ON t.lexeme = u.lexeme
+            CROSS JOIN ragapp_bm25_collection c
+            ORDER BY u.lexeme
+            """,
+            [query],
         )
-        return [row[0] for row in cursor.fetchall()]
-
-
-def document_frequencies(lexemes: list[str], version: int) -> dict[str, int]:
-    """For each lexeme, how many chunks contain it (cached per lexeme)."""
-    keys = {lexeme: f"rag:bm25:{version}:df:{lexeme.encode().hex()}" for lexeme in lexemes}
-    found = _cached(list(keys.values()))
-    frequencies = {lexeme: found[key] for lexeme, key in keys.items() if key in found}
-    missing = [lexeme for lexeme in lexemes if lexeme not in frequencies]
-    if missing:
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"SELECT t, (SELECT count(*) FROM {_table()} WHERE search_vector @@ "
-                "quote_literal(t)::tsquery) FROM unnest(%s::text[]) AS t",
-                [missing],
-            )
-            fresh = dict(cursor.fetchall())
-        _cache({keys[t]: n for t, n in fresh.items()})
-        frequencies.update(fresh)
-    return frequencies
+        rows = cursor.fetchall()
+    return QueryTerms({row[0]: int(row[1]) for row in rows}, int(rows[0][2]) if rows else 0)
 
 
 def idf(frequency: int, chunks: int) -> float:
@@ -145,17 +115,13 @@ def bm25_chunks(query: str, *, limit: int) -> list[tuple[int, int]]:
     The document id comes along (it is on the row the score is read from anyway) so that a
     hybrid search can fuse and cap per document before it reads any chunk's text.
     """
-    lexemes = query_lexemes(query)
-    if not lexemes:
+    terms = query_terms(query)
+    frequencies, chunks = terms.frequencies, terms.chunks
+    present = [t for t, n in frequencies.items() if n > 0]
+    if not present or not chunks:
         return []
-    version = collection_version()
-    stats = collection_stats(version)
-    frequencies = document_frequencies(lexemes, version)
-    present = [t for t in lexemes if frequencies.get(t)]
-    if not present or not stats.chunks:
-        return []
-    weights = {t: idf(frequencies[t], stats.chunks) for t in present}
-    selective = [t for t in present if frequencies[t] <= COMMON_SHARE * stats.chunks]
+    weights = {t: idf(frequencies[t], chunks) for t in present}
+    selective = [t for t in present if frequencies[t] <= COMMON_SHARE * chunks]
     # Only common words in the query: they are all it has, so they must select.
     selecting = selective or present
     with connection.cursor() as cursor:
@@ -192,22 +158,6 @@ def bm25_refresh(*, tolerance: float = MEAN_TOLERANCE) -> int:
             [tolerance],
         )
         return cursor.rowcount
-
-
-def _cached(keys: list[str]) -> dict:
-    # The cache only saves queries: with Redis down, search carries on and counts afresh.
-    try:
-        return cache.get_many(keys)
-    except Exception:  # any cache backend's outage
-        logger.debug("BM25 statistics cache unavailable", exc_info=True)
-        return {}
-
-
-def _cache(values: dict) -> None:
-    try:
-        cache.set_many(values, STATS_SECONDS)
-    except Exception:  # any cache backend's outage
-        logger.debug("BM25 statistics cache unavailable", exc_info=True)
 
 
 def _table() -> str:

@@ -3,7 +3,7 @@
 import math
 
 import pytest
-from django.core.cache import cache
+from django.db import connection, transaction
 
 from ragapp.models import Chunk, Document
 from ragapp.retrieval import text_search
@@ -77,21 +77,71 @@ def test_common_words_score_but_do_not_select(manual):
     assert text_search.bm25_chunk_ids("worker pg_dumpall", limit=20) == [manual["rare"].id]
 
 
-def test_frequencies_are_recounted_after_an_ingest(manual):
-    [word] = text_search.query_lexemes("checkpointer")
-    before = text_search.document_frequencies([word], text_search.collection_version())
+def _counted_from_the_chunks() -> tuple[dict[str, int], int]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT u.lexeme, count(*) FROM ragapp_chunk c, unnest(c.search_vector) u GROUP BY 1"
+        )
+        return dict(cursor.fetchall()), Chunk.objects.count()
+
+
+def _stored_statistics() -> tuple[dict[str, int], int]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT lexeme, chunks FROM ragapp_bm25_term WHERE chunks <> 0")
+        terms = dict(cursor.fetchall())
+        cursor.execute("SELECT chunks FROM ragapp_bm25_collection")
+        return terms, cursor.fetchone()[0]
+
+
+def test_a_new_word_is_counted_as_soon_as_it_is_stored(manual):
+    assert text_search.query_terms("the checkpointer") == text_search.QueryTerms(
+        {"checkpoint": 0}, 12
+    )
     _add(manual["rare"].document, 40, "The checkpointer runs.")
-    after = text_search.document_frequencies([word], text_search.collection_version())
-    assert (before, after) == ({word: 0}, {word: 1})
+    assert text_search.query_terms("the checkpointer") == text_search.QueryTerms(
+        {"checkpoint": 1}, 13
+    )
 
 
-def test_search_carries_on_when_the_cache_is_down(manual, monkeypatch):
-    def broken(*args, **kwargs):
-        raise ConnectionError("cache down")
+def test_statistics_stay_exact_through_every_kind_of_write(manual):
+    document = manual["rare"].document
+    assert _stored_statistics() == _counted_from_the_chunks()
+    Chunk.objects.bulk_create(  # one statement, several chunks
+        [
+            Chunk(
+                document=document,
+                ordinal=50 + n,
+                text=f"Vacuum pass {n}.",
+                embedding=[1.0] + [0.0] * 63,
+            )
+            for n in range(3)
+        ]
+    )
+    assert _stored_statistics() == _counted_from_the_chunks()
+    Chunk.objects.filter(id=manual["rare"].id).update(text="Use pg_restore to load a dump.")
+    Chunk.objects.filter(id=manual["common"].id).update(embedding=[0.0, 1.0] + [0.0] * 62)
+    assert _stored_statistics() == _counted_from_the_chunks()
+    Chunk.objects.filter(ordinal__gte=50).delete()
+    assert _stored_statistics() == _counted_from_the_chunks()
+    text_search.bm25_refresh(tolerance=0.0)  # rewrites every row's weights, not its words
+    assert _stored_statistics() == _counted_from_the_chunks()
+    document.delete()
+    assert _stored_statistics() == ({}, 0)
 
-    monkeypatch.setattr(cache, "get_many", broken)
-    monkeypatch.setattr(cache, "set_many", broken)
-    assert text_search.bm25_chunk_ids("pg_dumpall", limit=1) == [manual["rare"].id]
+
+def test_statistics_roll_back_with_the_write(manual):
+    before = _stored_statistics()
+    with pytest.raises(RuntimeError), transaction.atomic():
+        _add(manual["rare"].document, 60, "Autovacuum tunes itself.")
+        raise RuntimeError("the ingest failed")
+    assert _stored_statistics() == before
+
+
+def test_truncating_the_chunks_empties_the_statistics(manual):
+    with connection.cursor() as cursor:
+        cursor.execute("TRUNCATE ragapp_chunk CASCADE")
+    assert _stored_statistics() == ({}, 0)
+    assert text_search.bm25_chunk_ids("pg_dumpall", limit=1) == []
 
 
 def test_idf_is_positive_and_falls_with_frequency():
