@@ -88,8 +88,11 @@ def text_for(label: int, rnd: random.Random) -> str:
 def fill(n: int, vectors: np.ndarray, labels: np.ndarray, per_document: int) -> float:
     """COPY n chunks into the database, a document's chunks of one topic; returns seconds.
 
-    The chunk table's trigger computes each chunk's BM25 weights as it is written, so the time
-    includes what an ingest now pays for them.
+    The chunk table's triggers compute each chunk's BM25 weights and the term statistics as it
+    is written, so the time includes what an ingest now pays for them. The weights use the
+    texts' true mean length, as after an ingest's `bm25_refresh`: a load that left every row
+    normalised with the first chunk's length would have the benchmark rewrite them all (about
+    73 s at 100k chunks), which `--mean-errors` measures on its own.
     """
     from django.db import connection
 
@@ -98,6 +101,8 @@ def fill(n: int, vectors: np.ndarray, labels: np.ndarray, per_document: int) -> 
     EmbeddingIndex.objects.create(provider="bench", model="bench/synthetic-384", dimensions=DIMS)
     rnd = random.Random(7)
     order = np.argsort(labels, kind="stable")
+    texts = [text_for(int(labels[i]), rnd) for i in order]
+    mean = sum(map(len, texts)) / max(1, len(texts))
     started = time.perf_counter()
     with connection.cursor() as cursor:
         raw = cursor.connection
@@ -113,7 +118,7 @@ def fill(n: int, vectors: np.ndarray, labels: np.ndarray, per_document: int) -> 
         first_doc = cursor.fetchone()[0]
         with raw.cursor().copy(
             "COPY ragapp_chunk (document_id, ordinal, text, heading_path, has_code, embedding, "
-            "metadata) FROM STDIN"
+            "metadata, bm25_mean_chars) FROM STDIN"
         ) as copy:
             for position, i in enumerate(order):
                 vector = "[" + ",".join(f"{x:.5f}" for x in vectors[i]) + "]"
@@ -121,11 +126,12 @@ def fill(n: int, vectors: np.ndarray, labels: np.ndarray, per_document: int) -> 
                     (
                         first_doc + position // per_document,
                         position % per_document,
-                        text_for(int(labels[i]), rnd),
+                        texts[position],
                         "",
                         False,
                         vector,
                         "{}",
+                        mean,
                     )
                 )
         cursor.execute("ANALYZE ragapp_chunk")
@@ -561,7 +567,15 @@ def run_size(n: int, args) -> list[dict]:
 
         EF_REFERENCE = vector_index.EF_SEARCH_REFERENCE_CHUNKS
         EF_PER_ROW = vector_index.EF_SEARCH_PER_ROW
+        if args.champion_min_chunks is not None:
+            # Before the load, so that its triggers build the lists as an ingest would.
+            sql_one(
+                "UPDATE ragapp_bm25_collection SET champion_min_chunks = %s RETURNING 1",
+                [args.champion_min_chunks],
+            )
         load_s = fill(n, vectors, labels, args.chunks_per_document)
+        (listed,) = sql_one("SELECT count(*) FROM ragapp_bm25_term WHERE champion_depth > 0")
+        print(f"  champion lists: {listed:,} words have one", flush=True)
         index_s = build_index(args.m, args.ef_construction, "vector")
         (index_bytes,) = sql_one("SELECT pg_relation_size('chunk_embedding_hnsw')")
         print(
@@ -627,6 +641,30 @@ def run_size(n: int, args) -> list[dict]:
                 n, "text half sparsevec BM25", ms, exact_p50, recall=recall(text_hits, legacy_text)
             )
         )
+        (listed_words,) = sql_one("SELECT count(*) FROM ragapp_bm25_term WHERE champion_depth > 0")
+        if listed_words:
+            # The same BM25 scoring every chunk of the query's words (before migration 0010).
+            (minimum,) = sql_one("SELECT champion_min_chunks FROM ragapp_bm25_collection")
+            sql_one(
+                "UPDATE ragapp_bm25_collection SET champion_min_chunks = 2147483647 RETURNING 1"
+            )
+            ms, full_hits = timed(
+                lambda q: text_search_module.bm25_chunk_ids(q, limit=K * 8), names
+            )
+            sql_one(
+                "UPDATE ragapp_bm25_collection SET champion_min_chunks = %s RETURNING 1", [minimum]
+            )
+            rows.append(
+                _row(
+                    n,
+                    f"text half sparsevec BM25, every candidate scored ({listed_words:,} words "
+                    "have champion lists)",
+                    ms,
+                    exact_p50,
+                    recall=recall(text_hits, full_hits),
+                    recall_label="lists vs none, top 80",
+                )
+            )
         hybrid = HybridRetriever(embeddings)
         hybrid_rows(
             "hybrid sparsevec BM25 (vector index)",
@@ -707,6 +745,24 @@ def run_size(n: int, args) -> list[dict]:
         capped = HybridRetriever(embeddings, per_document_cap=1)
         ms, hits = timed(lambda q: [d.chunk_id for d in capped.search(q, k=K)], names)
         rows.append(_row(n, "hybrid product, cap 1/doc", ms, exact_p50, recall=None))
+
+        for build in args.builds:
+            # Other HNSW builds of the halfvec index, at the product's sized ef_search.
+            m, ef_construction = (int(x) for x in build.split(":"))
+            build_s = build_index(m, ef_construction, "halfvec")
+            (build_bytes,) = sql_one("SELECT pg_relation_size('chunk_embedding_hnsw')")
+            print(
+                f"  HNSW halfvec m={m} ef_construction={ef_construction} built in {build_s:.1f} s, "
+                f"{mib(build_bytes)}",
+                flush=True,
+            )
+            vector_rows(f"hnsw halfvec m={m} efc={ef_construction}, sized", [args.ef_default])
+            hybrid_rows(
+                f"hybrid product, halfvec m={m} efc={ef_construction}",
+                lambda q: [d.chunk_id for d in hybrid.search(q, k=K)],
+                legacy_hits,
+                "vs today",
+            )
 
         if args.write_documents:
             # What the term statistics cost an ingest: the same writes with their triggers on
@@ -829,10 +885,19 @@ def main(argv=None) -> list[dict]:
         "--write-documents", type=int, default=50, help="Documents per write round; 0: skip."
     )
     parser.add_argument("--no-binary", dest="binary", action="store_false")
+    parser.add_argument(
+        "--champion-min-chunks",
+        type=int,
+        help="Words in more chunks get champion lists (default: the product's, 1000).",
+    )
+    parser.add_argument(
+        "--builds", default="", help="Other halfvec builds to measure, as m:ef_construction,..."
+    )
     parser.add_argument("--json", type=Path, help="Also write the rows here.")
     args = parser.parse_args(argv)
     args.ef = [int(x) for x in args.ef.split(",")]
     args.mean_errors = [float(x) for x in args.mean_errors.split(",") if x]
+    args.builds = [x for x in args.builds.split(",") if x]
     sizes = [int(x) for x in args.sizes.split(",")]
     print(f"retrieval benchmark: {os.cpu_count()} CPUs, {args.queries} queries per size")
     rows = []

@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import hashlib
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from itertools import combinations
 
 from django.db import connection
 
@@ -57,22 +58,30 @@ COMMON_SHARE = 0.2
 
 @dataclass(frozen=True)
 class QueryTerms:
-    """A query's lexemes with how many chunks hold each, and how many chunks there are."""
+    """A query's lexemes with how many chunks hold each, and how many chunks there are.
+
+    `depths` says, for each lexeme, how many of its chunks of highest weight its champion list
+    is sure to hold (0: it has none); a lexeme held by more than `champion_min_chunks` chunks
+    has one (migration 0010).
+    """
 
     frequencies: dict[str, int]
     chunks: int
+    depths: dict[str, int] = field(default_factory=dict)
+    champion_min_chunks: int = 0
 
 
 def query_terms(query: str) -> QueryTerms:
     """The query's words as the index stores them (parsed, stemmed, no stop words), counted.
 
-    One statement: the words, each one's count from `ragapp_bm25_term` (0 when no chunk holds
-    it) and the collection's size, all as of this transaction's snapshot.
+    One statement: the words, each one's count and champion depth from `ragapp_bm25_term` (0
+    when no chunk holds it) and the collection's size, all as of this transaction's snapshot.
     """
     with connection.cursor() as cursor:
         cursor.execute(
             """
-            SELECT u.lexeme, coalesce(t.chunks, 0), c.chunks
+            SELECT u.lexeme, coalesce(t.chunks, 0), coalesce(t.champion_depth, 0), c.chunks,
+                   c.champion_min_chunks
             FROM unnest(to_tsvector('english', %s)) u
             LEFT JOIN ragapp_bm25_term t ON t.lexeme = u.lexeme
             CROSS JOIN ragapp_bm25_collection c
@@ -81,7 +90,14 @@ def query_terms(query: str) -> QueryTerms:
             [query],
         )
         rows = cursor.fetchall()
-    return QueryTerms({row[0]: int(row[1]) for row in rows}, int(rows[0][2]) if rows else 0)
+    if not rows:
+        return QueryTerms({}, 0)
+    return QueryTerms(
+        frequencies={row[0]: int(row[1]) for row in rows},
+        chunks=int(rows[0][3]),
+        depths={row[0]: int(row[2]) for row in rows},
+        champion_min_chunks=int(rows[0][4]),
+    )
 
 
 def idf(frequency: int, chunks: int) -> float:
@@ -124,20 +140,60 @@ def bm25_chunks(query: str, *, limit: int) -> list[tuple[int, int]]:
     selective = [t for t in present if frequencies[t] <= COMMON_SHARE * chunks]
     # Only common words in the query: they are all it has, so they must select.
     selecting = selective or present
-    with connection.cursor() as cursor:
-        # The GIN index finds the candidates; each one's score is then one inner product with
-        # its stored weights (`<#>` is the negative inner product, so ascending is best first).
-        cursor.execute(
-            f"""
-            SELECT id, document_id FROM {_table()}
-            WHERE search_vector @@ array_to_string(
-                ARRAY(SELECT quote_literal(t) FROM unnest(%(selecting)s::text[]) AS t), ' | '
-            )::tsquery
-            ORDER BY bm25 <#> %(query)s::sparsevec, id
-            LIMIT %(limit)s
-            """,
-            {"selecting": selecting, "query": query_vector(weights), "limit": limit},
+    # A frequent word's candidates are its champion list, if the list is deep enough, and the
+    # chunks holding it with another frequent word; a chunk holding it alone and not on the
+    # list cannot make the top `limit` (migration 0010 has the argument). The argument needs
+    # every word that scores to select too: a common word adds to a chunk's score without
+    # making it a candidate, so a query with one is scored over all the chunks of its words.
+    listed = [
+        t
+        for t in selecting
+        if len(selecting) == len(present)
+        and frequencies[t] > terms.champion_min_chunks
+        and terms.depths.get(t, 0) >= limit
+    ]
+    scanned = [t for t in selecting if t not in listed]
+    left, right = zip(*combinations(listed, 2), strict=True) if len(listed) > 1 else ((), ())
+    params = {
+        "scanned": scanned,
+        "left": list(left),
+        "right": list(right),
+        "listed": listed,
+        "query": query_vector(weights),
+        "limit": limit,
+    }
+    # The GIN index finds the candidates; each one's score is then one inner product with its
+    # stored weights (`<#>` is the negative inner product, so ascending is best first).
+    matching = f"""
+        SELECT id, document_id, bm25 <#> %(query)s::sparsevec AS distance FROM {_table()}
+        WHERE search_vector @@ array_to_string(ARRAY(
+            SELECT quote_literal(t) FROM unnest(%(scanned)s::text[]) AS t
+            UNION ALL
+            SELECT '(' || quote_literal(a) || ' & ' || quote_literal(b) || ')'
+            FROM unnest(%(left)s::text[], %(right)s::text[]) AS p(a, b)
+        ), ' | ')::tsquery
+    """
+    # Each list's best `limit` entries are its word's top `limit` chunks (it holds at least
+    # that many of them, and they outweigh the rest of it).
+    champions = f"""
+        SELECT c.id, c.document_id, c.bm25 <#> %(query)s::sparsevec AS distance
+        FROM unnest(%(listed)s::text[]) AS w(lexeme)
+        CROSS JOIN LATERAL (
+            SELECT h.chunk_id FROM ragapp_bm25_champion h WHERE h.lexeme = w.lexeme
+            ORDER BY h.weight DESC, h.chunk_id LIMIT %(limit)s
+        ) best
+        JOIN {_table()} c ON c.id = best.chunk_id
+    """
+    if not listed:
+        sql = f"{matching} ORDER BY distance, id LIMIT %(limit)s"
+    else:
+        branches = [champions] + ([matching] if scanned or len(listed) > 1 else [])
+        sql = (
+            f"SELECT id, document_id FROM ({' UNION ALL '.join(branches)}) candidates "
+            "GROUP BY id, document_id ORDER BY min(distance), id LIMIT %(limit)s"
         )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
         return [(row[0], row[1]) for row in cursor.fetchall()]
 
 

@@ -1,0 +1,304 @@
+"""Champion lists: each frequent word's best chunks, so a BM25 search need not score them all.
+
+Hand-written, like 0006 and 0009. Nothing is re-embedded and no chunk is rewritten.
+
+At a million chunks the BM25 half scored every chunk holding any of the query's words: a word in
+0.8 % of the chunks is 8,000 candidates, and three such words cost 89 ms (docs/performance.md).
+But a chunk that holds only one of the query's words scores idf(word) x its stored weight for
+that word, so it can only be among the top `limit` if fewer than `limit` chunks have a higher
+weight for that word. Hence, exactly (ties aside):
+
+    top `limit` by BM25 = the best of
+        the chunks holding a rare query word (found through the GIN index, as before),
+        the chunks holding two or more of the frequent query words (GIN, pairs of words), and
+        each frequent query word's champion list, if it holds the word's top `limit` chunks.
+
+A word is frequent when more than `champion_min_chunks` chunks hold it (1,000). Its list
+(`ragapp_bm25_champion`) holds at least its `champion_depth` chunks of highest weight, and at
+most `champion_capacity` (200) entries; a search relies on a list only when its depth is at
+least the rows it asks for. The numbers live in `ragapp_bm25_collection` and
+`ragapp_bm25_term`, so SQL and Python read the same ones (tests lower them).
+
+The statement triggers of 0009 keep the lists right in the writer's transaction:
+
+- insert: the new chunks of a word that has a list join it, and the list is cut back to its
+  capacity (it still holds its top `depth`, which are its best entries); a word that has just
+  become frequent gets a list built from every chunk holding it, at depth 200;
+- delete: each deleted chunk on a list leaves it and lowers its depth by one; a list whose depth
+  falls under `champions` (100) is rebuilt. Deleting a document therefore rarely costs a
+  rebuild (a scan of the word's chunks), though its chunks are often on some list;
+- update: the lists of the words of every row whose words or length normalisation changed are
+  rebuilt (an edit, or `bm25_refresh`, which then rebuilds them all);
+- truncate: the lists go.
+
+A list is kept when its word falls back below the threshold: kept right, it does no harm.
+"""
+
+from django.db import migrations
+
+TABLES = """
+ALTER TABLE ragapp_bm25_collection
+    ADD COLUMN champion_min_chunks integer NOT NULL DEFAULT 1000,
+    ADD COLUMN champions integer NOT NULL DEFAULT 100,
+    ADD COLUMN champion_capacity integer NOT NULL DEFAULT 200;
+ALTER TABLE ragapp_bm25_term ADD COLUMN champion_depth integer NOT NULL DEFAULT 0;
+CREATE TABLE ragapp_bm25_champion (
+    lexeme text NOT NULL,
+    chunk_id bigint NOT NULL,
+    weight float8 NOT NULL,
+    PRIMARY KEY (lexeme, chunk_id)
+);
+CREATE INDEX ragapp_bm25_champion_chunk ON ragapp_bm25_champion (chunk_id);
+-- A search reads each list's best `limit` entries, in the order of this index.
+CREATE INDEX ragapp_bm25_champion_rank ON ragapp_bm25_champion (lexeme, weight DESC, chunk_id);
+"""
+
+FUNCTIONS = r"""
+-- A word's weight in a chunk's stored BM25 vector: its inner product with the word's unit vector.
+CREATE FUNCTION rag_bm25_weight(weights sparsevec, lexeme text) RETURNS float8
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+    SELECT -(weights <#> ('{' || rag_bm25_term(lexeme) || ':1}/1000000000')::sparsevec)
+$$;
+
+-- Each of `lexemes`' list built afresh from every chunk that holds it, in lexeme order.
+CREATE FUNCTION rag_bm25_champions_rebuild(lexemes text[]) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    capacity integer;
+    word text;
+    unit sparsevec;
+BEGIN
+    SELECT champion_capacity INTO capacity FROM ragapp_bm25_collection;
+    DELETE FROM ragapp_bm25_champion WHERE lexeme = ANY(lexemes);
+    FOR word IN SELECT DISTINCT l FROM unnest(lexemes) AS l ORDER BY l LOOP
+        unit := ('{' || rag_bm25_term(word) || ':1}/1000000000')::sparsevec;
+        INSERT INTO ragapp_bm25_champion (lexeme, chunk_id, weight)
+        SELECT word, c.id, -(c.bm25 <#> unit) AS w FROM ragapp_chunk c
+        WHERE c.search_vector @@ quote_literal(word)::tsquery
+        ORDER BY w DESC, c.id LIMIT capacity;
+        UPDATE ragapp_bm25_term SET champion_depth = capacity WHERE lexeme = word;
+    END LOOP;
+END
+$$;
+
+-- Of `words`, those that have a list or that more than the threshold of chunks now hold.
+CREATE FUNCTION rag_bm25_championed(words text[]) RETURNS text[]
+LANGUAGE sql STABLE AS $$
+    SELECT coalesce(array_agg(t.lexeme ORDER BY t.lexeme), '{}') FROM ragapp_bm25_term t
+    WHERE t.lexeme = ANY(words) AND (
+        t.champion_depth > 0
+        OR t.chunks > (SELECT champion_min_chunks FROM ragapp_bm25_collection)
+    )
+$$;
+
+CREATE OR REPLACE FUNCTION rag_bm25_stats_inserted() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+    fresh text[];
+    kept text[];
+    minimum integer;
+    capacity integer;
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM new_rows) THEN
+        RETURN NULL;  -- no lock on the collection row for an empty statement
+    END IF;
+    UPDATE ragapp_bm25_collection SET chunks = chunks + (SELECT count(*) FROM new_rows)
+    RETURNING champion_min_chunks, champion_capacity INTO minimum, capacity;
+    INSERT INTO ragapp_bm25_term AS t (lexeme, chunks)
+    SELECT u.lexeme, count(*) FROM new_rows n, unnest(n.search_vector) u
+    GROUP BY u.lexeme ORDER BY u.lexeme
+    ON CONFLICT (lexeme) DO UPDATE SET chunks = t.chunks + excluded.chunks;
+
+    -- Champion lists: words that have one take the new chunks (then cut to capacity);
+    -- words that have just become frequent get one built.
+    SELECT coalesce(array_agg(t.lexeme ORDER BY t.lexeme) FILTER (WHERE t.champion_depth > 0), '{}'),
+           coalesce(array_agg(t.lexeme ORDER BY t.lexeme) FILTER (WHERE t.champion_depth = 0), '{}')
+    INTO kept, fresh
+    FROM ragapp_bm25_term t
+    WHERE t.lexeme IN (SELECT u.lexeme FROM new_rows n, unnest(n.search_vector) u)
+      AND (t.champion_depth > 0 OR t.chunks > minimum);
+    IF cardinality(fresh) > 0 THEN
+        PERFORM rag_bm25_champions_rebuild(fresh);
+    END IF;
+    IF cardinality(kept) > 0 THEN
+        INSERT INTO ragapp_bm25_champion (lexeme, chunk_id, weight)
+        SELECT u.lexeme, n.id, rag_bm25_weight(n.bm25, u.lexeme)
+        FROM new_rows n, unnest(n.search_vector) u
+        WHERE u.lexeme = ANY(kept)
+        ORDER BY u.lexeme, n.id
+        ON CONFLICT DO NOTHING;
+        DELETE FROM ragapp_bm25_champion h USING (
+            SELECT lexeme, chunk_id,
+                   row_number() OVER (PARTITION BY lexeme ORDER BY weight DESC, chunk_id) AS place
+            FROM ragapp_bm25_champion WHERE lexeme = ANY(kept)
+        ) ranked
+        WHERE h.lexeme = ranked.lexeme AND h.chunk_id = ranked.chunk_id
+          AND ranked.place > capacity;
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION rag_bm25_stats_deleted() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+    shallow text[];
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM old_rows) THEN
+        RETURN NULL;
+    END IF;
+    UPDATE ragapp_bm25_collection SET chunks = chunks - (SELECT count(*) FROM old_rows);
+    INSERT INTO ragapp_bm25_term AS t (lexeme, chunks)
+    SELECT u.lexeme, -count(*) FROM old_rows o, unnest(o.search_vector) u
+    GROUP BY u.lexeme ORDER BY u.lexeme
+    ON CONFLICT (lexeme) DO UPDATE SET chunks = t.chunks + excluded.chunks;
+    -- Each deleted chunk on a list leaves it and lowers its depth by one; a list left
+    -- shallower than a search may need is rebuilt from the chunks left.
+    WITH gone AS (
+        DELETE FROM ragapp_bm25_champion h USING old_rows o WHERE h.chunk_id = o.id
+        RETURNING h.lexeme
+    ), lowered AS (
+        UPDATE ragapp_bm25_term t SET champion_depth = t.champion_depth - g.n
+        FROM (SELECT lexeme, count(*) AS n FROM gone GROUP BY lexeme) g
+        WHERE t.lexeme = g.lexeme
+        RETURNING t.lexeme, t.champion_depth
+    )
+    SELECT array_agg(lexeme ORDER BY lexeme) INTO shallow FROM lowered
+    WHERE champion_depth < (SELECT champions FROM ragapp_bm25_collection);
+    IF shallow IS NOT NULL THEN
+        PERFORM rag_bm25_champions_rebuild(shallow);
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION rag_bm25_stats_updated() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+    touched text[];
+BEGIN
+    -- Only rows whose text changed move the counts (a re-embed or a BM25 refresh does not).
+    INSERT INTO ragapp_bm25_term AS t (lexeme, chunks)
+    SELECT lexeme, sum(delta) FROM (
+        SELECT u.lexeme, 1 AS delta
+        FROM old_rows o JOIN new_rows n USING (id), unnest(n.search_vector) u
+        WHERE o.search_vector IS DISTINCT FROM n.search_vector
+        UNION ALL
+        SELECT u.lexeme, -1
+        FROM old_rows o JOIN new_rows n USING (id), unnest(o.search_vector) u
+        WHERE o.search_vector IS DISTINCT FROM n.search_vector
+    ) d
+    GROUP BY lexeme HAVING sum(delta) <> 0 ORDER BY lexeme
+    ON CONFLICT (lexeme) DO UPDATE SET chunks = t.chunks + excluded.chunks;
+    -- Lists move with words and with weights (bm25_refresh rewrites every row's weights).
+    SELECT array_agg(DISTINCT w.lexeme) INTO touched FROM (
+        SELECT u.lexeme FROM old_rows o JOIN new_rows n USING (id), unnest(o.search_vector) u
+        WHERE o.search_vector IS DISTINCT FROM n.search_vector
+           OR o.bm25_mean_chars IS DISTINCT FROM n.bm25_mean_chars
+        UNION
+        SELECT u.lexeme FROM old_rows o JOIN new_rows n USING (id), unnest(n.search_vector) u
+        WHERE o.search_vector IS DISTINCT FROM n.search_vector
+           OR o.bm25_mean_chars IS DISTINCT FROM n.bm25_mean_chars
+    ) w;
+    IF touched IS NOT NULL THEN
+        touched := rag_bm25_championed(touched);
+        IF cardinality(touched) > 0 THEN
+            PERFORM rag_bm25_champions_rebuild(touched);
+        END IF;
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION rag_bm25_stats_truncated() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM ragapp_bm25_term;
+    DELETE FROM ragapp_bm25_champion;
+    UPDATE ragapp_bm25_collection SET chunks = 0;
+    RETURN NULL;
+END
+$$;
+"""
+
+BACKFILL = """
+SELECT rag_bm25_champions_rebuild(ARRAY(
+    SELECT lexeme FROM ragapp_bm25_term
+    WHERE chunks > (SELECT champion_min_chunks FROM ragapp_bm25_collection)
+));
+"""
+
+# The 0009 versions of the trigger functions, for the way back.
+REVERSE = r"""
+DROP TABLE IF EXISTS ragapp_bm25_champion;
+ALTER TABLE ragapp_bm25_collection
+    DROP COLUMN champion_min_chunks, DROP COLUMN champions, DROP COLUMN champion_capacity;
+ALTER TABLE ragapp_bm25_term DROP COLUMN champion_depth;
+CREATE OR REPLACE FUNCTION rag_bm25_stats_inserted() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM new_rows) THEN
+        RETURN NULL;
+    END IF;
+    UPDATE ragapp_bm25_collection SET chunks = chunks + (SELECT count(*) FROM new_rows);
+    INSERT INTO ragapp_bm25_term AS t (lexeme, chunks)
+    SELECT u.lexeme, count(*) FROM new_rows n, unnest(n.search_vector) u
+    GROUP BY u.lexeme ORDER BY u.lexeme
+    ON CONFLICT (lexeme) DO UPDATE SET chunks = t.chunks + excluded.chunks;
+    RETURN NULL;
+END
+$$;
+CREATE OR REPLACE FUNCTION rag_bm25_stats_deleted() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM old_rows) THEN
+        RETURN NULL;
+    END IF;
+    UPDATE ragapp_bm25_collection SET chunks = chunks - (SELECT count(*) FROM old_rows);
+    INSERT INTO ragapp_bm25_term AS t (lexeme, chunks)
+    SELECT u.lexeme, -count(*) FROM old_rows o, unnest(o.search_vector) u
+    GROUP BY u.lexeme ORDER BY u.lexeme
+    ON CONFLICT (lexeme) DO UPDATE SET chunks = t.chunks + excluded.chunks;
+    RETURN NULL;
+END
+$$;
+CREATE OR REPLACE FUNCTION rag_bm25_stats_updated() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO ragapp_bm25_term AS t (lexeme, chunks)
+    SELECT lexeme, sum(delta) FROM (
+        SELECT u.lexeme, 1 AS delta
+        FROM old_rows o JOIN new_rows n USING (id), unnest(n.search_vector) u
+        WHERE o.search_vector IS DISTINCT FROM n.search_vector
+        UNION ALL
+        SELECT u.lexeme, -1
+        FROM old_rows o JOIN new_rows n USING (id), unnest(o.search_vector) u
+        WHERE o.search_vector IS DISTINCT FROM n.search_vector
+    ) d
+    GROUP BY lexeme HAVING sum(delta) <> 0 ORDER BY lexeme
+    ON CONFLICT (lexeme) DO UPDATE SET chunks = t.chunks + excluded.chunks;
+    RETURN NULL;
+END
+$$;
+CREATE OR REPLACE FUNCTION rag_bm25_stats_truncated() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM ragapp_bm25_term;
+    UPDATE ragapp_bm25_collection SET chunks = 0;
+    RETURN NULL;
+END
+$$;
+DROP FUNCTION IF EXISTS rag_bm25_championed(text[]);
+DROP FUNCTION IF EXISTS rag_bm25_champions_rebuild(text[]);
+DROP FUNCTION IF EXISTS rag_bm25_weight(sparsevec, text);
+"""
+
+
+class Migration(migrations.Migration):
+    dependencies = [
+        ("ragapp", "0009_bm25_term_stats"),
+    ]
+
+    operations = [
+        migrations.RunSQL(TABLES + FUNCTIONS + BACKFILL, reverse_sql=REVERSE),
+    ]
