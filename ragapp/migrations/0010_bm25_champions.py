@@ -96,6 +96,7 @@ LANGUAGE plpgsql AS $$
 DECLARE
     fresh text[];
     kept text[];
+    grown text[];
     minimum integer;
     capacity integer;
 BEGIN
@@ -121,19 +122,37 @@ BEGIN
         PERFORM rag_bm25_champions_rebuild(fresh);
     END IF;
     IF cardinality(kept) > 0 THEN
-        INSERT INTO ragapp_bm25_champion (lexeme, chunk_id, weight)
-        SELECT u.lexeme, n.id, rag_bm25_weight(n.bm25, u.lexeme)
-        FROM new_rows n, unnest(n.search_vector) u
-        WHERE u.lexeme = ANY(kept)
-        ORDER BY u.lexeme, n.id
-        ON CONFLICT DO NOTHING;
-        DELETE FROM ragapp_bm25_champion h USING (
-            SELECT lexeme, chunk_id,
-                   row_number() OVER (PARTITION BY lexeme ORDER BY weight DESC, chunk_id) AS place
-            FROM ragapp_bm25_champion WHERE lexeme = ANY(kept)
-        ) ranked
-        WHERE h.lexeme = ranked.lexeme AND h.chunk_id = ranked.chunk_id
-          AND ranked.place > capacity;
+        -- A new chunk joins a list only if the list has room or the chunk outranks its last
+        -- entry (weight, then id, as the lists are ordered): on a large table most do neither.
+        WITH lists AS (
+            SELECT w AS lexeme,
+                   (SELECT count(*) FROM ragapp_bm25_champion h WHERE h.lexeme = w) AS entries,
+                   (SELECT row(h.weight, -h.chunk_id) FROM ragapp_bm25_champion h
+                    WHERE h.lexeme = w ORDER BY h.weight, h.chunk_id DESC LIMIT 1) AS last
+            FROM unnest(kept) AS w
+        ), joined AS (
+            INSERT INTO ragapp_bm25_champion (lexeme, chunk_id, weight)
+            SELECT o.lexeme, o.id, o.weight FROM (
+                SELECT u.lexeme, n.id, rag_bm25_weight(n.bm25, u.lexeme) AS weight
+                FROM new_rows n, unnest(n.search_vector) u WHERE u.lexeme = ANY(kept)
+            ) o JOIN lists l ON l.lexeme = o.lexeme
+            WHERE l.entries < capacity OR row(o.weight, -o.id) > l.last
+            ORDER BY o.lexeme, o.id
+            ON CONFLICT DO NOTHING
+            RETURNING lexeme
+        )
+        SELECT array_agg(DISTINCT lexeme) INTO grown FROM joined;
+        IF grown IS NOT NULL THEN
+            -- Lists over capacity lose their last entries (never one of their top `depth`).
+            DELETE FROM ragapp_bm25_champion h USING (
+                SELECT lexeme, chunk_id,
+                       row_number() OVER (PARTITION BY lexeme ORDER BY weight DESC, chunk_id)
+                           AS place
+                FROM ragapp_bm25_champion WHERE lexeme = ANY(grown)
+            ) ranked
+            WHERE h.lexeme = ranked.lexeme AND h.chunk_id = ranked.chunk_id
+              AND ranked.place > capacity;
+        END IF;
     END IF;
     RETURN NULL;
 END
