@@ -122,21 +122,29 @@ BEGIN
         PERFORM rag_bm25_champions_rebuild(fresh);
     END IF;
     IF cardinality(kept) > 0 THEN
-        -- A new chunk joins a list only if the list has room or the chunk outranks its last
-        -- entry (weight, then id, as the lists are ordered): on a large table most do neither.
+        -- A new chunk joins a list only if the list may have room or the chunk outranks its
+        -- last entry (weight, then id, as the lists are ordered): on a large table most do
+        -- neither. A list is full when no deletion has lowered its depth since it was built
+        -- and its word has at least `capacity` chunks besides this statement's.
         WITH lists AS (
-            SELECT w AS lexeme,
-                   (SELECT count(*) FROM ragapp_bm25_champion h WHERE h.lexeme = w) AS entries,
+            SELECT t.lexeme,
+                   t.champion_depth < capacity
+                       OR t.chunks - coalesce(a.added, 0) < capacity AS room,
                    (SELECT row(h.weight, -h.chunk_id) FROM ragapp_bm25_champion h
-                    WHERE h.lexeme = w ORDER BY h.weight, h.chunk_id DESC LIMIT 1) AS last
-            FROM unnest(kept) AS w
+                    WHERE h.lexeme = t.lexeme ORDER BY h.weight, h.chunk_id DESC LIMIT 1) AS last
+            FROM ragapp_bm25_term t
+            LEFT JOIN (
+                SELECT u.lexeme, count(*) AS added FROM new_rows n, unnest(n.search_vector) u
+                WHERE u.lexeme = ANY(kept) GROUP BY u.lexeme
+            ) a ON a.lexeme = t.lexeme
+            WHERE t.lexeme = ANY(kept)
         ), joined AS (
             INSERT INTO ragapp_bm25_champion (lexeme, chunk_id, weight)
             SELECT o.lexeme, o.id, o.weight FROM (
                 SELECT u.lexeme, n.id, rag_bm25_weight(n.bm25, u.lexeme) AS weight
                 FROM new_rows n, unnest(n.search_vector) u WHERE u.lexeme = ANY(kept)
             ) o JOIN lists l ON l.lexeme = o.lexeme
-            WHERE l.entries < capacity OR row(o.weight, -o.id) > l.last
+            WHERE l.room OR l.last IS NULL OR row(o.weight, -o.id) > l.last
             ORDER BY o.lexeme, o.id
             ON CONFLICT DO NOTHING
             RETURNING lexeme

@@ -19,6 +19,8 @@ several times faster (docs/performance.md). Corpus statistics are kept right so:
   are, which statement triggers keep exact in every writer's transaction (migration 0009): one
   index lookup per query word, where counting a word's chunks through the GIN index and the
   heap cost 5-10 ms a word at 100k chunks and grew with the table;
+- a frequent word's best chunks are kept in a champion list by the same triggers (migration
+  0010), so a search need not score every chunk holding it (`bm25_chunks` has the rule);
 - the mean length is in the stored weights: new chunks use the mean the newest chunk was
   written with, and `bm25_refresh` (after each ingest run) rewrites the weights of every chunk
   only when the corpus's mean has moved by more than MEAN_TOLERANCE.

@@ -128,3 +128,19 @@ def test_ef_search_keeps_a_margin_over_the_rows_asked_for(corpus):
         set_search_settings(k=5)
         cursor.execute("SHOW hnsw.ef_search")
         assert int(cursor.fetchone()[0]) == 100
+
+
+def test_ef_search_grows_with_the_table(corpus):
+    from django.db import transaction
+
+    from ragapp.retrieval.vector import set_search_settings
+
+    with transaction.atomic(), connection.cursor() as cursor:
+        # PostgreSQL's estimate of the table's size is what the search reads (rolled back).
+        cursor.execute(
+            "UPDATE pg_class SET reltuples = 1000000 WHERE oid = 'ragapp_chunk'::regclass"
+        )
+        set_search_settings(k=5)
+        cursor.execute("SHOW hnsw.ef_search")
+        assert int(cursor.fetchone()[0]) == 200  # 100 x 10 ** 0.3, rounded up
+        transaction.set_rollback(True)
