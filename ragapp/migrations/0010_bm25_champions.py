@@ -21,12 +21,13 @@ least the rows it asks for. The numbers live in `ragapp_bm25_collection` and
 
 The statement triggers of 0009 keep the lists right in the writer's transaction:
 
-- insert: the new chunks of a word that has a list join it, and the list is cut back to its
-  capacity (it still holds its top `depth`, which are its best entries); a word that has just
-  become frequent gets a list built from every chunk holding it, at depth 200;
-- delete: each deleted chunk on a list leaves it and lowers its depth by one; a list whose depth
-  falls under `champions` (100) is rebuilt. Deleting a document therefore rarely costs a
-  rebuild (a scan of the word's chunks), though its chunks are often on some list;
+- insert: a new chunk joins the list of each of its words where it outranks the last entry (or
+  the list may hold all the word's chunks), and the list is cut back to its capacity (it still
+  holds its top `depth`, which are its best entries); a word that has just become frequent
+  gets a list built from every chunk holding it, at depth 200;
+- delete: each deleted chunk leaves its lists, and lowers the depth of those where it was among
+  the top `depth` entries by one; a list whose depth falls under `champions` (100) is rebuilt.
+  Deleting a document therefore rarely costs a rebuild (a scan of the word's chunks);
 - update: the lists of the words of every row whose words or length normalisation changed are
   rebuilt (an edit, or `bm25_refresh`, which then rebuilds them all);
 - truncate: the lists go.
@@ -122,14 +123,13 @@ BEGIN
         PERFORM rag_bm25_champions_rebuild(fresh);
     END IF;
     IF cardinality(kept) > 0 THEN
-        -- A new chunk joins a list only if the list may have room or the chunk outranks its
-        -- last entry (weight, then id, as the lists are ordered): on a large table most do
-        -- neither. A list is full when no deletion has lowered its depth since it was built
-        -- and its word has at least `capacity` chunks besides this statement's.
+        -- A new chunk joins a list only if it outranks the list's last entry (weight, then id,
+        -- as the lists are ordered), or if the list may hold every chunk of its word: on a
+        -- large table most do neither. One that does not cannot be among the word's top
+        -- `depth`, which all outrank the last entry or are it.
         WITH lists AS (
             SELECT t.lexeme,
-                   t.champion_depth < capacity
-                       OR t.chunks - coalesce(a.added, 0) < capacity AS room,
+                   t.chunks - coalesce(a.added, 0) < capacity AS room,
                    (SELECT row(h.weight, -h.chunk_id) FROM ragapp_bm25_champion h
                     WHERE h.lexeme = t.lexeme ORDER BY h.weight, h.chunk_id DESC LIMIT 1) AS last
             FROM ragapp_bm25_term t
@@ -151,15 +151,16 @@ BEGIN
         )
         SELECT array_agg(DISTINCT lexeme) INTO grown FROM joined;
         IF grown IS NOT NULL THEN
-            -- Lists over capacity lose their last entries (never one of their top `depth`).
+            -- Lists over capacity lose their last entries (never one of their top `depth`):
+            -- each list is read in its index's order, past its first `capacity` entries.
             DELETE FROM ragapp_bm25_champion h USING (
-                SELECT lexeme, chunk_id,
-                       row_number() OVER (PARTITION BY lexeme ORDER BY weight DESC, chunk_id)
-                           AS place
-                FROM ragapp_bm25_champion WHERE lexeme = ANY(grown)
-            ) ranked
-            WHERE h.lexeme = ranked.lexeme AND h.chunk_id = ranked.chunk_id
-              AND ranked.place > capacity;
+                SELECT g.lexeme, x.chunk_id FROM unnest(grown) AS g(lexeme)
+                CROSS JOIN LATERAL (
+                    SELECT a.chunk_id FROM ragapp_bm25_champion a WHERE a.lexeme = g.lexeme
+                    ORDER BY a.weight DESC, a.chunk_id OFFSET capacity
+                ) x
+            ) extra
+            WHERE h.lexeme = extra.lexeme AND h.chunk_id = extra.chunk_id;
         END IF;
     END IF;
     RETURN NULL;
@@ -179,14 +180,26 @@ BEGIN
     SELECT u.lexeme, -count(*) FROM old_rows o, unnest(o.search_vector) u
     GROUP BY u.lexeme ORDER BY u.lexeme
     ON CONFLICT (lexeme) DO UPDATE SET chunks = t.chunks + excluded.chunks;
-    -- Each deleted chunk on a list leaves it and lowers its depth by one; a list left
-    -- shallower than a search may need is rebuilt from the chunks left.
-    WITH gone AS (
-        DELETE FROM ragapp_bm25_champion h USING old_rows o WHERE h.chunk_id = o.id
-        RETURNING h.lexeme
+    -- Each deleted chunk leaves its lists; one that was among a list's top `depth` entries
+    -- lowers that depth by one (the rest of the list still holds the top `depth - 1` of the
+    -- chunks left). A list left shallower than `champions` is rebuilt from its word's chunks.
+    WITH doomed AS (
+        SELECT h.lexeme, h.chunk_id, (
+            SELECT count(*) FROM ragapp_bm25_champion a
+            WHERE a.lexeme = h.lexeme
+              AND (a.weight > h.weight OR (a.weight = h.weight AND a.chunk_id < h.chunk_id))
+        ) AS ahead
+        FROM ragapp_bm25_champion h JOIN old_rows o ON o.id = h.chunk_id
+    ), gone AS (
+        DELETE FROM ragapp_bm25_champion h USING doomed d
+        WHERE h.lexeme = d.lexeme AND h.chunk_id = d.chunk_id
     ), lowered AS (
         UPDATE ragapp_bm25_term t SET champion_depth = t.champion_depth - g.n
-        FROM (SELECT lexeme, count(*) AS n FROM gone GROUP BY lexeme) g
+        FROM (
+            SELECT d.lexeme, count(*) AS n FROM doomed d
+            JOIN ragapp_bm25_term w ON w.lexeme = d.lexeme
+            WHERE d.ahead < w.champion_depth GROUP BY d.lexeme
+        ) g
         WHERE t.lexeme = g.lexeme
         RETURNING t.lexeme, t.champion_depth
     )
