@@ -217,6 +217,9 @@ LANGUAGE plpgsql AS $$
 DECLARE
     touched text[];
 BEGIN
+    -- The collection row first, as the other writers take it: their locks on words and lists
+    -- then always come in the same order, so no two writers deadlock.
+    PERFORM 1 FROM ragapp_bm25_collection FOR UPDATE;
     -- Only rows whose text changed move the counts (a re-embed or a BM25 refresh does not).
     INSERT INTO ragapp_bm25_term AS t (lexeme, chunks)
     SELECT lexeme, sum(delta) FROM (

@@ -26,9 +26,9 @@ from ragapp.selectors import embedding_index_check
 
 INDEX_NAME = "chunk_embedding_hnsw"
 # bench/retrieval.py is where these get tuned. m is pgvector's default. ef_construction is twice
-# its default: at 1M synthetic chunks the graph built with 128 found 0.993 of the true top 10
-# at the sized ef_search, the default's 0.897, for 1.85 times the build time (migration 0011,
-# docs/performance.md).
+# its default: at 1M synthetic chunks graphs built with 128 found 0.963-1.000 of the true top 10
+# at ef_search 200 (three builds), the default's 0.81-0.94, for about 1.5 times the build time
+# (migration 0011, docs/performance.md).
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 128
 # What the index stores: "halfvec" (the default since issue 19) or "vector" (float32, as before;
@@ -36,7 +36,7 @@ HNSW_EF_CONSTRUCTION = 128
 INDEX_TYPE = "halfvec"
 # RAG_HNSW_EF_SEARCH is the ef_search of a table of this many chunks; a larger table gets it
 # times (its size over this one) to the power EF_SEARCH_GROWTH, since HNSW needs a longer
-# candidate list to keep its recall as the graph grows: 200 at 1M chunks, where the graph built
+# candidate list to keep its recall as the graph grows: 200 at 1M chunks, where a graph built
 # with ef_construction 128 found 0.997 of the true top 10 with 160, 200 and 320 alike (and 0.963
 # with 100); the square root (316) cost 4 ms more for nothing (docs/performance.md).
 EF_SEARCH_REFERENCE_CHUNKS = 100_000
