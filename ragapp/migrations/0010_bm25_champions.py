@@ -35,6 +35,8 @@ The statement triggers of 0009 keep the lists right in the writer's transaction:
 A list is kept when its word falls back below the threshold: kept right, it does no harm.
 """
 
+import importlib
+
 from django.db import migrations
 
 TABLES = """
@@ -271,70 +273,22 @@ SELECT rag_bm25_champions_rebuild(ARRAY(
 ));
 """
 
-# The 0009 versions of the trigger functions, for the way back.
-REVERSE = r"""
+# The way back: the lists go, and the trigger functions return to their 0009 versions.
+_STATS = importlib.import_module("ragapp.migrations.0009_bm25_term_stats")
+REVERSE = (
+    """
 DROP TABLE IF EXISTS ragapp_bm25_champion;
 ALTER TABLE ragapp_bm25_collection
     DROP COLUMN champion_min_chunks, DROP COLUMN champions, DROP COLUMN champion_capacity;
 ALTER TABLE ragapp_bm25_term DROP COLUMN champion_depth;
-CREATE OR REPLACE FUNCTION rag_bm25_stats_inserted() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-    IF NOT EXISTS (SELECT 1 FROM new_rows) THEN
-        RETURN NULL;
-    END IF;
-    UPDATE ragapp_bm25_collection SET chunks = chunks + (SELECT count(*) FROM new_rows);
-    INSERT INTO ragapp_bm25_term AS t (lexeme, chunks)
-    SELECT u.lexeme, count(*) FROM new_rows n, unnest(n.search_vector) u
-    GROUP BY u.lexeme ORDER BY u.lexeme
-    ON CONFLICT (lexeme) DO UPDATE SET chunks = t.chunks + excluded.chunks;
-    RETURN NULL;
-END
-$$;
-CREATE OR REPLACE FUNCTION rag_bm25_stats_deleted() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-    IF NOT EXISTS (SELECT 1 FROM old_rows) THEN
-        RETURN NULL;
-    END IF;
-    UPDATE ragapp_bm25_collection SET chunks = chunks - (SELECT count(*) FROM old_rows);
-    INSERT INTO ragapp_bm25_term AS t (lexeme, chunks)
-    SELECT u.lexeme, -count(*) FROM old_rows o, unnest(o.search_vector) u
-    GROUP BY u.lexeme ORDER BY u.lexeme
-    ON CONFLICT (lexeme) DO UPDATE SET chunks = t.chunks + excluded.chunks;
-    RETURN NULL;
-END
-$$;
-CREATE OR REPLACE FUNCTION rag_bm25_stats_updated() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-    INSERT INTO ragapp_bm25_term AS t (lexeme, chunks)
-    SELECT lexeme, sum(delta) FROM (
-        SELECT u.lexeme, 1 AS delta
-        FROM old_rows o JOIN new_rows n USING (id), unnest(n.search_vector) u
-        WHERE o.search_vector IS DISTINCT FROM n.search_vector
-        UNION ALL
-        SELECT u.lexeme, -1
-        FROM old_rows o JOIN new_rows n USING (id), unnest(o.search_vector) u
-        WHERE o.search_vector IS DISTINCT FROM n.search_vector
-    ) d
-    GROUP BY lexeme HAVING sum(delta) <> 0 ORDER BY lexeme
-    ON CONFLICT (lexeme) DO UPDATE SET chunks = t.chunks + excluded.chunks;
-    RETURN NULL;
-END
-$$;
-CREATE OR REPLACE FUNCTION rag_bm25_stats_truncated() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-    DELETE FROM ragapp_bm25_term;
-    UPDATE ragapp_bm25_collection SET chunks = 0;
-    RETURN NULL;
-END
-$$;
+"""
+    + _STATS.FUNCTIONS.replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION")
+    + """
 DROP FUNCTION IF EXISTS rag_bm25_championed(text[]);
 DROP FUNCTION IF EXISTS rag_bm25_champions_rebuild(text[]);
 DROP FUNCTION IF EXISTS rag_bm25_weight(sparsevec, text);
 """
+)
 
 
 class Migration(migrations.Migration):
