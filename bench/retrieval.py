@@ -11,15 +11,18 @@ ingestion did before issue 19 (float32 `vector`), then times, over the same held
 - hybrid, today's: vector + BM25 computed by unnesting each candidate's tsvector, both
   candidate lists read as whole chunks through the ORM (the product's search before issue 19,
   kept here as `legacy_hybrid_ids` and `legacy_bm25_ids`), fused by weighted reciprocal ranks;
-  each hybrid is timed with cold statistics (an empty cache before every query: each of its
-  words' document frequencies counted) and warm ones, and its top 10 compared with today's and
-  with the same fusion over the exact dense top 80 (`exact_fused_ids`);
+  each hybrid is timed on a first pass ("cold stats": the old statistics cache emptied,
+  untimed, before every query, so today's counts each word's chunks; the product reads its
+  statistics tables either way) and a second pass ("warm"), and its top 10 compared with
+  today's and with the same fusion over the exact dense top 80 (`exact_fused_ids`);
 - issue 19, in the same run: BM25 as an inner product with the stored `bm25` sparsevec (the
   product's method now; recall@10 against today's hybrid), with a deliberately wrong mean
   length too; vector search with iterative scans and ef_search following the table's size,
   with and without the one-chunk-per-document cap (recall against an exact capped scan); the
   `halfvec` index the product now builds, and binary quantization with re-ranking (size, build
-  time, recall); and 8 concurrent hybrid searches against one at a time;
+  time, recall; `--builds` adds other builds); the BM25 half with and without champion lists
+  (`--champion-min-chunks` lowers the threshold); 8 concurrent hybrid searches against one at
+  a time; and documents written and deleted with the statistics triggers on and off;
 - seed: the design article's approach, load `vectors.json` and brute-force cosine in Python on
   every query (only where it fits in memory and time).
 

@@ -71,6 +71,9 @@ $$;
 CREATE FUNCTION rag_bm25_stats_updated() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
+    -- The collection row first, as the other writers take it: their locks on words then
+    -- always come in the same order, so no two writers deadlock.
+    PERFORM 1 FROM ragapp_bm25_collection FOR UPDATE;
     -- Only rows whose text changed move the counts (a re-embed or a BM25 refresh does not).
     INSERT INTO ragapp_bm25_term AS t (lexeme, chunks)
     SELECT lexeme, sum(delta) FROM (

@@ -19,7 +19,8 @@ most `champion_capacity` (200) entries; a search relies on a list only when its 
 least the rows it asks for. The numbers live in `ragapp_bm25_collection` and
 `ragapp_bm25_term`, so SQL and Python read the same ones (tests lower them).
 
-The statement triggers of 0009 keep the lists right in the writer's transaction:
+The statement triggers of 0009, and one more after its update trigger, keep the lists right in
+the writer's transaction:
 
 - insert: a new chunk joins the list of each of its words where it outranks the last entry (or
   the list may hold all the word's chunks), and the list is cut back to its capacity (it still
@@ -214,27 +215,13 @@ BEGIN
 END
 $$;
 
-CREATE OR REPLACE FUNCTION rag_bm25_stats_updated() RETURNS trigger
+-- After 0009's counting trigger on the same statement (triggers fire in name order), which has
+-- taken the collection row and brought the counts up to date.
+CREATE FUNCTION rag_bm25_lists_updated() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
     touched text[];
 BEGIN
-    -- The collection row first, as the other writers take it: their locks on words and lists
-    -- then always come in the same order, so no two writers deadlock.
-    PERFORM 1 FROM ragapp_bm25_collection FOR UPDATE;
-    -- Only rows whose text changed move the counts (a re-embed or a BM25 refresh does not).
-    INSERT INTO ragapp_bm25_term AS t (lexeme, chunks)
-    SELECT lexeme, sum(delta) FROM (
-        SELECT u.lexeme, 1 AS delta
-        FROM old_rows o JOIN new_rows n USING (id), unnest(n.search_vector) u
-        WHERE o.search_vector IS DISTINCT FROM n.search_vector
-        UNION ALL
-        SELECT u.lexeme, -1
-        FROM old_rows o JOIN new_rows n USING (id), unnest(o.search_vector) u
-        WHERE o.search_vector IS DISTINCT FROM n.search_vector
-    ) d
-    GROUP BY lexeme HAVING sum(delta) <> 0 ORDER BY lexeme
-    ON CONFLICT (lexeme) DO UPDATE SET chunks = t.chunks + excluded.chunks;
     -- Lists move with words and with weights (bm25_refresh rewrites every row's weights).
     SELECT array_agg(DISTINCT w.lexeme) INTO touched FROM (
         SELECT u.lexeme FROM old_rows o JOIN new_rows n USING (id), unnest(o.search_vector) u
@@ -266,6 +253,12 @@ END
 $$;
 """
 
+TRIGGERS = """
+CREATE TRIGGER ragapp_chunk_bm25_updated_lists AFTER UPDATE ON ragapp_chunk
+REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+FOR EACH STATEMENT EXECUTE FUNCTION rag_bm25_lists_updated();
+"""
+
 BACKFILL = """
 SELECT rag_bm25_champions_rebuild(ARRAY(
     SELECT lexeme FROM ragapp_bm25_term
@@ -277,6 +270,7 @@ SELECT rag_bm25_champions_rebuild(ARRAY(
 _STATS = importlib.import_module("ragapp.migrations.0009_bm25_term_stats")
 REVERSE = (
     """
+DROP TRIGGER IF EXISTS ragapp_chunk_bm25_updated_lists ON ragapp_chunk;
 DROP TABLE IF EXISTS ragapp_bm25_champion;
 ALTER TABLE ragapp_bm25_collection
     DROP COLUMN champion_min_chunks, DROP COLUMN champions, DROP COLUMN champion_capacity;
@@ -284,6 +278,7 @@ ALTER TABLE ragapp_bm25_term DROP COLUMN champion_depth;
 """
     + _STATS.FUNCTIONS.replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION")
     + """
+DROP FUNCTION IF EXISTS rag_bm25_lists_updated();
 DROP FUNCTION IF EXISTS rag_bm25_championed(text[]);
 DROP FUNCTION IF EXISTS rag_bm25_champions_rebuild(text[]);
 DROP FUNCTION IF EXISTS rag_bm25_weight(sparsevec, text);
@@ -297,5 +292,5 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.RunSQL(TABLES + FUNCTIONS + BACKFILL, reverse_sql=REVERSE),
+        migrations.RunSQL(TABLES + FUNCTIONS + TRIGGERS + BACKFILL, reverse_sql=REVERSE),
     ]
