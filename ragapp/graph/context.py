@@ -32,7 +32,9 @@ class Retriever(Protocol):
     mode: str
     embeddings: Embeddings
 
-    def search(self, query: str, *, k: int, depth: int | None = None) -> list[RetrievedDoc]: ...
+    def search(
+        self, query: str, *, k: int, depth: int | None = None, companions: int = 0
+    ) -> list[RetrievedDoc]: ...
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,13 @@ On two CPU cores reading the documents is most of a run (docs/evaluation.md, "Sp
 are about 1,050 tokens. Most of a chunk is about its neighbourhood, not the question. An excerpt
 keeps the units of the chunk (sentences, list items, table rows, whole code blocks) closest to
 the question by embedding, up to a character budget, in their original order, with "[...]" where
-something was left out. The chunk itself is unchanged: citations, the sources users see and
-the lexical check of specifics still read the whole chunk.
+something was left out. The chunk itself is unchanged: citations and the sources users see still
+read the whole chunk, and the lexical check of specifics reads it and the excerpt.
+
+The page a question is about is found more often than its chunk that holds the answer, so an
+excerpt also draws on the chunk's companions: the same document's next-best chunks in the
+ranking (`RetrievedDoc.companions`). The first hit is shown whole, followed by an excerpt of its
+companions; every other hit's excerpt is cut from its own pieces and its companions' together.
 
 What a budget loses is measured on the golden sets by `bench/excerpts.py`: the share of the
 expected facts found in the retrieved chunks that their excerpts still hold.
@@ -24,6 +29,10 @@ from ragapp.graph.state import RetrievedDoc
 
 # The conventional mark of words left out of a quotation (ASCII: prompts are NFKC-normalised).
 GAP = "[...]"
+# How many companions (the document's next-best chunks) an excerpt may draw on. One raised the
+# questions whose facts are all shown from 41 to 44 of 56 on this documentation and from 95 to
+# 97 of 132 on the PostgreSQL manual, for the same characters (docs/evaluation.md, "Excerpts").
+EXCERPT_COMPANIONS = 1
 # A heading, a list item ("-", "*", "+", "1.") or a table row starts a paragraph of its own.
 _BLOCK_START = re.compile(r"^\s*(#{1,6}\s|[-*+]\s|\d+[.)]\s|\|)")
 
@@ -84,16 +93,19 @@ def excerpt(pieces: list[str], scores: list[float], budget: int) -> str:
 
     Pieces are taken best first; one that no longer fits is passed over for a shorter one
     further down. The best piece is always kept, cut at a word boundary if it alone is over.
+    A piece that is `GAP` itself marks a break (between two chunks) and is never chosen.
     """
     chosen: set[int] = set()
     used = 0
     for index in sorted(range(len(pieces)), key=lambda i: -scores[i]):
+        if pieces[index] == GAP:
+            continue
         size = len(pieces[index]) + 1
         if used + size <= budget:
             chosen.add(index)
             used += size
-    if not chosen and pieces:
-        best = max(range(len(pieces)), key=lambda i: scores[i])
+    if not chosen and any(piece != GAP for piece in pieces):
+        best = max((i for i, p in enumerate(pieces) if p != GAP), key=lambda i: scores[i])
         return pieces[best][:budget].rsplit(" ", 1)[0] + " " + GAP
     lines: list[str] = []
     for index, piece in enumerate(pieces):
@@ -104,22 +116,47 @@ def excerpt(pieces: list[str], scores: list[float], budget: int) -> str:
     return "\n".join(lines)
 
 
+def _length(pieces: list[str]) -> int:
+    """The characters `excerpt` counts for `pieces` (a break is not one of them)."""
+    return sum(len(piece) + 1 for piece in pieces if piece != GAP)
+
+
+def _companion_pieces(doc: RetrievedDoc) -> list[str]:
+    """The pieces of `doc`'s companions, each chunk's led by a break (they are not contiguous)."""
+    return [piece for text in doc.companions for piece in [GAP, *units(text)]]
+
+
 def focused(
-    docs: list[RetrievedDoc], question: str, embedder: Embedder, *, budget: int
+    docs: list[RetrievedDoc], question: str, embedder: Embedder, *, budget: int, whole: int = 0
 ) -> list[RetrievedDoc]:
-    """`docs`, each longer than `budget` characters given its excerpt for `question`.
+    """`docs` with the excerpts the model is shown for `question`.
+
+    The first `whole` docs keep their chunk whole and add an excerpt of at most `budget`
+    characters of their companions. Every other doc with companions, or longer than `budget`,
+    gets an excerpt of `budget` characters cut from its chunk's and its companions' pieces
+    together; a short doc without companions is left as it is.
 
     One embedding call for the question (cached by the query cache: retrieval embedded it
-    already) and one batch for every piece of every long chunk.
+    already) and one batch for the pieces of every excerpt that cannot keep them all.
     """
-    long = [(n, units(doc.text)) for n, doc in enumerate(docs) if len(doc.text) > budget]
-    long = [(n, pieces) for n, pieces in long if pieces]
-    if not long:
-        return docs
-    target = embedder.embed_query(question)
-    vectors = iter(embedder.embed_documents([piece for _, pieces in long for piece in pieces]))
+    jobs: list[tuple[int, str, list[str]]] = []  # (position, text kept whole, pieces)
+    for n, doc in enumerate(docs):
+        if n < whole:
+            if doc.companions:
+                jobs.append((n, doc.text, _companion_pieces(doc)))
+        elif doc.companions or len(doc.text) > budget:
+            jobs.append((n, "", units(doc.text) + _companion_pieces(doc)))
+    jobs = [(n, head, pieces) for n, head, pieces in jobs if any(p != GAP for p in pieces)]
+    over = [pieces for _, _, pieces in jobs if _length(pieces) > budget]
+    if over:
+        target = embedder.embed_query(question)
+        vectors = iter(embedder.embed_documents([p for ps in over for p in ps if p != GAP]))
     result = list(docs)
-    for n, pieces in long:
-        scores = [_cosine(target, next(vectors)) for _ in pieces]
-        result[n] = replace(docs[n], excerpt=excerpt(pieces, scores, budget))
+    for n, head, pieces in jobs:
+        if _length(pieces) > budget:
+            scores = [-1.0 if p == GAP else _cosine(target, next(vectors)) for p in pieces]
+        else:
+            scores = [0.0] * len(pieces)  # everything fits: nothing to choose
+        cut = excerpt(pieces, scores, budget)
+        result[n] = replace(docs[n], excerpt=f"{head}\n{cut}" if head else cut)
     return result

@@ -262,10 +262,11 @@ def lexical_verdict(question: str, answer: str, docs: list[RetrievedDoc]) -> Ans
     problematic claims that refinement is asked to remove.
     """
     # The generator was shown each document's source path and section too (prompts.py), and a
-    # page's own name is often only there ("NOTIFY > Parameters", "docs/configuration.md").
+    # page's own name is often only there ("NOTIFY > Parameters", "docs/configuration.md"). An
+    # excerpt may hold sentences of the document's other chunks (excerpts.py): they count too.
     support = lexical_support(
         answer,
-        [f"{doc.source_path}\n{doc.heading_path}\n{doc.text}" for doc in docs],
+        [f"{doc.source_path}\n{doc.heading_path}\n{doc.text}\n{doc.excerpt}" for doc in docs],
         question=question,
     )
     score = min(support.coverage, 0.5) if support.unsupported else support.coverage

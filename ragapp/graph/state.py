@@ -26,12 +26,16 @@ class RetrievedDoc:
     # What the model is shown instead of `text` when set: the parts of a long chunk closest to
     # the question (graph/excerpts.py). Citations and checks still read the whole `text`.
     excerpt: str = ""
+    # The text of the same document's next-best chunks in the ranking: an excerpt may draw on
+    # them too, since the page is found more often than its chunk that answers (excerpts.py).
+    companions: tuple[str, ...] = ()
 
     def summary(self) -> dict:
         """The document's identity for trace payloads (no full text, no server path)."""
         data = asdict(self)
         data.pop("text")
         data.pop("excerpt")
+        data.pop("companions")
         public = data.pop("public_path") or self.source_path
         # The trace streams to the run's owner, who must never see an absolute server path.
         data["source_path"] = public.rsplit("/", 1)[-1] if public.startswith("/") else public

@@ -93,6 +93,44 @@ def test_focused_embeds_nothing_when_every_chunk_fits():
     assert focused(docs, "backups?", embedder, budget=400) == docs and embedder.calls == []
 
 
+def test_the_first_hit_stays_whole_and_gains_an_excerpt_of_its_companion():
+    from dataclasses import replace
+
+    embedder = FakeEmbeddings()
+    first = replace(
+        doc("Backups run nightly.", chunk_id=1),
+        companions=("Themes change colours. Backups are kept in the vault for seven days.",),
+    )
+    other = replace(
+        doc("Invoices go out monthly.", chunk_id=2),
+        companions=("Refunds take five days. The vault is in Frankfurt.",),
+    )
+    out = focused(
+        [first, other], "How long are backups kept in the vault?", embedder, budget=60, whole=1
+    )
+
+    assert out[0].excerpt.startswith("Backups run nightly.\n" + GAP + "\n")
+    assert "Backups are kept in the vault for seven days." in out[0].excerpt
+    assert "Themes" not in out[0].excerpt
+    # The other hit is cut from its own chunk and its companion together, with a break between.
+    assert len(out[1].excerpt) <= 60 + len(GAP) and "Frankfurt" in out[1].excerpt
+    assert out[1].text == other.text and out[1].summary() == other.summary()
+
+
+def test_a_hit_and_companion_that_fit_are_shown_whole_with_a_break_between():
+    from dataclasses import replace
+
+    embedder = FakeEmbeddings()
+    short = replace(doc("Backups are nightly."), companions=("They are kept a week.",))
+    [out] = focused([short], "backups?", embedder, budget=400)
+    assert out.excerpt == f"Backups are nightly.\n{GAP}\nThey are kept a week."
+    assert embedder.calls == []  # nothing to choose, nothing embedded
+
+
+def test_a_break_is_never_chosen_even_when_it_scores_best():
+    assert excerpt(["aaaa", GAP, "bbbb"], [0.1, 1.0, 0.5], 5) == f"{GAP}\nbbbb"
+
+
 def test_a_documents_summary_never_carries_its_excerpt():
     from dataclasses import replace
 

@@ -49,6 +49,17 @@ def test_the_verdict_caps_the_score_while_a_specific_is_unsupported():
     assert "900" in bad.reasoning
 
 
+def test_the_verdict_reads_what_the_model_was_shown_of_other_chunks():
+    from dataclasses import replace
+
+    doc = RetrievedDoc(1, 1, "t", "docs/x.md", "", "Chunks overlap a little.", 0.9)
+    answer = "The default chunk size is 800 characters [1]."
+    assert lexical_verdict("", answer, [doc]).problematic_claims != []
+    # The excerpt drew on the document's next-best chunk (graph/excerpts.py): that counts.
+    shown = replace(doc, excerpt=f"Chunks overlap a little.\n[...]\n{DOCS[0]}")
+    assert lexical_verdict("", answer, [shown]).problematic_claims == []
+
+
 def test_a_specific_inside_a_hyphenated_name_is_found():
     docs = ["The default model is qwen2.5-coder-1.5b, run by llama.cpp."]
     assert lexical_support("It uses the 1.5b model via llama.cpp.", docs).unsupported == ()

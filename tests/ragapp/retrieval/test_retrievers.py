@@ -81,6 +81,41 @@ def test_the_per_document_cap_leaves_room_for_other_documents(knowledge_base, fa
     assert len({d.document_id for d in fused}) == 3
 
 
+@pytest.mark.parametrize("retriever", [VectorRetriever, HybridRetriever])
+def test_each_hit_can_carry_its_documents_next_best_chunk(
+    retriever, knowledge_base, fake_embeddings
+):
+    # alpha.md's two chunks both match best; with the cap, the second rides along as a companion.
+    query = "Alpha release setup installer configuration binary"
+    [best, second] = VectorRetriever(fake_embeddings).search(query, k=2)
+    docs = retriever(fake_embeddings, per_document_cap=1).search(query, k=3, companions=1)
+    assert docs[0].chunk_id == best.chunk_id and docs[0].companions == (second.text,)
+    assert all(len(doc.companions) <= 1 for doc in docs)
+    for doc in docs[1:]:  # a companion always comes from its hit's own document
+        same = Chunk.objects.filter(document_id=doc.document_id).exclude(pk=doc.chunk_id)
+        assert set(doc.companions) <= set(same.values_list("text", flat=True))
+    without = retriever(fake_embeddings, per_document_cap=1).search(query, k=3)
+    assert [d.chunk_id for d in without] == [d.chunk_id for d in docs]
+    assert all(d.companions == () for d in without)
+
+
+def test_companions_follow_the_ranking_and_skip_what_was_kept():
+    from dataclasses import dataclass
+
+    from ragapp.retrieval.retrievers import companions_of
+
+    @dataclass
+    class Hit:
+        name: str
+        document_id: int
+
+    ranked = [Hit("a1", 1), Hit("a2", 1), Hit("b1", 2), Hit("a3", 1), Hit("c1", 3), Hit("b2", 2)]
+    kept = [ranked[0], ranked[2], ranked[4]]
+    found = companions_of(ranked, kept, n=2)
+    assert {k: [h.name for h in v] for k, v in found.items()} == {0: ["a2", "a3"], 1: ["b2"]}
+    assert companions_of(ranked, kept, n=0) == {}
+
+
 def test_the_retriever_follows_the_settings(settings, fake_embeddings):
     settings.RAG_HYBRID_TEXT_WEIGHT = 0.8
     settings.RAG_MAX_CHUNKS_PER_DOCUMENT = 2
