@@ -326,7 +326,11 @@ def claims_verdict(
     weakest = min(p for _, p in supports)
     # The sentences as written by `answer_claims`, so refinement can drop exactly them.
     doubtful = [claim for claim, p in supports if p < threshold]
-    risk = "low" if weakest >= 0.8 else "medium" if weakest >= 0.5 else "high"
+    # Risk on the verdict's own scale, so that it agrees with the verdict: high exactly when a
+    # claim is under the threshold (the answer is not shown as it is), medium when the grader
+    # leaned to "no" on a claim it still let through, low when it leaned to "yes" on every one.
+    # An answered run shown with a red "High risk" badge contradicted its own trace.
+    risk = "high" if weakest < threshold else "medium" if weakest < 0.5 else "low"
     return AnswerFaithfulness(
         reasoning=(
             f"{lexical.reasoning}. Each claim, P(the documents state it): "

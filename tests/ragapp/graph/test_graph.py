@@ -272,6 +272,28 @@ def test_a_chunk_found_again_after_broadening_is_not_judged_again(knowledge_base
 
 
 @pytest.mark.parametrize("models", ["logprobs"], indirect=True)
+@pytest.mark.parametrize(
+    ("weakest", "faithful", "risk"),
+    [(0.3, False, "high"), (0.4, True, "medium"), (0.7, True, "low")],
+)
+def test_the_claims_checks_risk_agrees_with_its_verdict(
+    knowledge_base, models, script, weakest, faithful, risk
+):
+    from dataclasses import replace
+
+    claims = replace(models, faithfulness_method="claims")
+    script.relevance = lambda q, doc: 1.0
+    script.faithfulness = lambda claim, docs: weakest
+    script.generate = lambda q, docs: "Beta logs rotate daily at midnight."
+    run = ask("How do beta logs rotate?", claims, answer_confidence_threshold=0.35)
+
+    grade = payloads(run, "grade_answer")[0]
+    assert (grade["faithful"], grade["hallucination_risk"]) == (faithful, risk)
+    if faithful:  # an answer that is shown is never labelled high risk
+        assert run.status == QueryRun.Status.ANSWERED and run.hallucination_risk == risk
+
+
+@pytest.mark.parametrize("models", ["logprobs"], indirect=True)
 def test_the_claims_check_vetoes_a_missing_specific_and_judges_each_sentence(
     knowledge_base, models, script
 ):
@@ -292,13 +314,14 @@ def test_the_claims_check_vetoes_a_missing_specific_and_judges_each_sentence(
     run = ask("How do beta logs rotate?", claims, answer_confidence_threshold=0.35)
 
     first, second = payloads(run, "grade_answer")
-    assert first["faithful"] is False
+    assert first["faithful"] is False and first["hallucination_risk"] == "high"
     assert first["problematic_claims"] == ["Old logs are compressed every hour afterwards."]
     # Refinement cuts the flagged sentence out, with no model call.
     refine = payloads(run, "refine")[0]
     assert refine["method"] == "prune" and "refine" not in script.calls
     assert run.answer == "Beta logs rotate daily at midnight."
     assert second["faithful"] is True and run.status == QueryRun.Status.ANSWERED
+    assert run.hallucination_risk == second["hallucination_risk"] == "low"
     assert judged[:2] == [
         "Beta logs rotate daily at midnight.",
         "Old logs are compressed every hour afterwards.",
