@@ -29,9 +29,10 @@ from ragapp.graph.state import RetrievedDoc
 
 # The conventional mark of words left out of a quotation (ASCII: prompts are NFKC-normalised).
 GAP = "[...]"
-# How many companions (the document's next-best chunks) an excerpt may draw on. One raised the
-# questions whose facts are all shown from 41 to 44 of 56 on this documentation and from 95 to
-# 97 of 132 on the PostgreSQL manual, for the same characters (docs/evaluation.md, "Excerpts").
+# How many companions (the document's next-best chunks) an excerpt may draw on. One, with the
+# budget down from 400 to 300 characters, raised the questions whose facts are all shown from 41
+# to 43 of 56 on this documentation and from 95 to 96 of 132 on the PostgreSQL manual, for about
+# the same reading (docs/evaluation.md, "Companions: what the model reads").
 EXCERPT_COMPANIONS = 1
 # A heading, a list item ("-", "*", "+", "1.") or a table row starts a paragraph of its own.
 _BLOCK_START = re.compile(r"^\s*(#{1,6}\s|[-*+]\s|\d+[.)]\s|\|)")

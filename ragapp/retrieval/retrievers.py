@@ -61,7 +61,8 @@ def companions_of[Ranked: _InDocument](
 
     The page a question is about is found more often than its chunk that holds the answer: on
     the tuning sets every expected fact was in the five chunks for 0.73 of the questions, and in
-    their documents' next-best chunks too for 0.82-0.83 (docs/evaluation.md, "Excerpts").
+    their documents' next-best chunks too for 0.82-0.83 (docs/evaluation.md, "Companions: what
+    the model reads").
     """
     if not n:
         return {}
