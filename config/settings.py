@@ -471,6 +471,16 @@ RAG_TOP_K = env_int("RAG_TOP_K", 5, minimum=1)
 RAG_RELEVANCE_THRESHOLD = env_float(
     "RAG_RELEVANCE_THRESHOLD", 0.35 if RAG_RELEVANCE_JUDGE == "logprobs" else 0.75, maximum=1.0
 )
+# What a relevance verdict decides: "document", each chunk passes on its own verdict (the seed's
+# grader); "retrieval", the best verdict decides for every chunk the judge read. Over the shared
+# documents block the 1.5B model's P(yes) tells answerable questions from the others (AUC 0.90)
+# but hardly which chunk answers (0.57-0.63, where the retrieval rank alone gives 0.82-0.88), so
+# per chunk it dropped the answering chunk as often as not (docs/evaluation.md).
+RAG_RELEVANCE_GATE = env_choice(
+    "RAG_RELEVANCE_GATE",
+    "retrieval" if RAG_RELEVANCE_JUDGE == "logprobs" else "document",
+    ("document", "retrieval"),
+)
 # Every retrieved chunk but the first is shown to the model as its sentences, list items and code
 # blocks closest to the question, up to this many characters (0: whole chunks). A small model
 # on a CPU reads prompts slowly; a capable one gains nothing from it (docs/graph.md, "Excerpts").

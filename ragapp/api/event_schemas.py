@@ -79,9 +79,17 @@ class GradePayload(serializers.Serializer):
     index = serializers.IntegerField(min_value=1)
     total = serializers.IntegerField(min_value=1)
     document = DocumentSummarySerializer()
-    score = serializers.FloatField(min_value=0, max_value=1)
+    score = serializers.FloatField(
+        min_value=0,
+        max_value=1,
+        allow_null=True,
+        help_text="null: the judge was not asked (a chunk ranked above passed first).",
+    )
     relevant = serializers.BooleanField()
-    passed = serializers.BooleanField(help_text="score >= threshold: used for the answer.")
+    passed = serializers.BooleanField(
+        help_text="score >= threshold, or its retrieval's best score is (RAG_RELEVANCE_GATE): "
+        "used for the answer."
+    )
     reasoning = serializers.CharField(allow_blank=True)
     threshold = serializers.FloatField()
     prefiltered = serializers.BooleanField(
@@ -182,7 +190,9 @@ class PassageSerializer(serializers.Serializer):
     similarity = serializers.FloatField()
     has_code = serializers.BooleanField()
     url = serializers.CharField(required=False, allow_blank=True, help_text="Its published page.")
-    relevance = serializers.FloatField(help_text="The relevance judge's score, 0 to 1.")
+    relevance = serializers.FloatField(
+        allow_null=True, help_text="The relevance judge's score, 0 to 1; null: not asked."
+    )
     excerpt = serializers.CharField(help_text="The passage's text, at most 400 characters.")
 
 

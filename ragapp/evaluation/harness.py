@@ -80,6 +80,7 @@ def settings_snapshot() -> dict:
         "RAG_GRADER_MODEL",
         "RAG_BROADEN_MODEL",
         "RAG_RELEVANCE_JUDGE",
+        "RAG_RELEVANCE_GATE",
         "RAG_FAITHFULNESS_JUDGE",
         "RAG_RETRIEVAL_MODE",
         "RAG_HYBRID_TEXT_WEIGHT",
@@ -172,10 +173,11 @@ def _answer(item: GoldenItem, result: QuestionResult, evaluation: Evaluation | N
                 result.prefiltered += 1
                 continue  # rejected by the embedding pre-filter: no judge gave this score
             path = event.payload["document"]["source_path"]
-            score = event.payload["score"]
+            score = event.payload["score"]  # None: not asked, its retrieval had passed already
             if any(source_matches(path, name) for name in item.sources):
-                result.relevance_expected.append(score)
+                if score is not None:
+                    result.relevance_expected.append(score)
                 result.expected_graded += 1
                 result.expected_passed += bool(event.payload["passed"])
-            else:
+            elif score is not None:
                 result.relevance_other.append(score)

@@ -58,6 +58,9 @@ class GraphLimits:
 
     top_k: int = 5
     relevance_threshold: float = 0.75
+    # "document": each chunk passes on its own verdict; "retrieval": the best verdict of a
+    # retrieval passes every chunk the judge read (RAG_RELEVANCE_GATE).
+    relevance_gate: str = "document"
     min_relevant_docs: int = 1
     answer_confidence_threshold: float = 0.80
     max_retrievals: int = 3

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import time
 from contextlib import contextmanager
+from dataclasses import replace
 
 from django.db import close_old_connections
 from langchain_core.runnables.config import ContextThreadPoolExecutor
@@ -167,12 +168,20 @@ def grade_docs(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
     # A chunk judged in an earlier retrieval of this run keeps its verdict: the question is the
     # same, and a broadened search often finds the same chunks again.
     seen = dict(state.get("seen_grades", {}))
+    by_retrieval = ctx.limits.relevance_gate == "retrieval"
     with _timed(ctx, "grade_docs") as timing:
         new = [n for n, doc in enumerate(judged, 1) if doc.chunk_id not in seen]
-        seen.update(_judge_all(ctx, question, context, new))
+        seen.update(_judge_all(ctx, question, context, new, first_pass_decides=by_retrieval))
     grades = [
-        seen[doc.chunk_id] if doc.chunk_id in seen else _prefiltered(doc, floor) for doc in docs
+        seen[doc.chunk_id]
+        if doc.chunk_id in seen
+        else _not_asked(doc)
+        if doc.chunk_id in judged_ids
+        else _prefiltered(doc, floor)
+        for doc in docs
     ]
+    if by_retrieval:
+        grades = _gated_by_retrieval(grades, ctx.limits.relevance_threshold)
     for number, grade in enumerate(grades, 1):
         ctx.emitter.emit(
             EventKind.GRADE,
@@ -180,7 +189,7 @@ def grade_docs(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
                 "index": number,
                 "total": len(grades),
                 "document": grade.doc.summary(),
-                "score": round(grade.score, 3),
+                "score": None if grade.score is None else round(grade.score, 3),
                 "relevant": grade.relevant,
                 "passed": grade.passed,
                 "reasoning": grade.reasoning,
@@ -215,14 +224,64 @@ def grade_docs(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
     }
 
 
+def _gated_by_retrieval(grades: list[DocGrade], threshold: float) -> list[DocGrade]:
+    """Every judged chunk passes when the retrieval's best verdict does (RAG_RELEVANCE_GATE).
+
+    The verdict then says whether these hits answer the question, which a small model's P(yes)
+    tells well, and not which of them does, which it hardly tells: the retrieval rank does that
+    better, and the answer check still holds the answer to what the chunks state.
+    """
+    best = max(
+        (g for g in grades if g.passed and g.score is not None), key=lambda g: g.score, default=None
+    )
+    if best is None:
+        return grades
+    return [
+        g
+        if g.passed or g.prefiltered
+        else replace(
+            g,
+            passed=True,
+            reasoning=f"{g.reasoning}; passed with its retrieval, whose best verdict "
+            f"({best.score:.2f}) reached the threshold {threshold:.2f}",
+        )
+        for g in grades
+    ]
+
+
+def _not_asked(doc: RetrievedDoc) -> DocGrade:
+    # With the retrieval gate, the first passing verdict decides for every chunk, so the judge
+    # is not asked about the chunks ranked after it: each verdict is a model call.
+    return DocGrade(
+        doc=doc,
+        score=None,
+        relevant=False,
+        reasoning="not asked: a chunk ranked above it passed first",
+        passed=False,
+    )
+
+
 def _judge_all(
-    ctx: GraphContext, question: str, context: list[RetrievedDoc], numbers: list[int]
+    ctx: GraphContext,
+    question: str,
+    context: list[RetrievedDoc],
+    numbers: list[int],
+    *,
+    first_pass_decides: bool = False,
 ) -> dict[int, DocGrade]:
-    """Verdicts on documents `numbers` of `context` (their [n]), by chunk id."""
+    """Verdicts on documents `numbers` of `context` (their [n]), by chunk id.
+
+    `first_pass_decides` (the retrieval gate): the yes/no judge goes down the ranking and stops
+    at the first verdict that passes, which decides for the whole retrieval.
+    """
     if ctx.models.relevance_method == "logprobs":
         # One slot reads the shared prefix once; every verdict after the first is a short tail
         # over the cached documents, so asking them one by one costs no more than at once.
-        grades = [_grade_one(ctx, question, context, n) for n in numbers]
+        grades = []
+        for n in numbers:
+            grades.append(_grade_one(ctx, question, context, n))
+            if first_pass_decides and grades[-1].passed:
+                break
     elif numbers:
         workers = max(1, min(ctx.limits.grade_concurrency, len(numbers)))
         # Each verdict runs in a copy of this thread's context: its model call reports to the

@@ -48,7 +48,7 @@ class DocGrade:
     """The relevance judgment of one retrieved document."""
 
     doc: RetrievedDoc
-    score: float
+    score: float | None  # None: the judge was not asked (RAG_RELEVANCE_GATE=retrieval)
     relevant: bool
     reasoning: str
     passed: bool

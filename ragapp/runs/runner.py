@@ -42,6 +42,7 @@ def limits_from_settings() -> GraphLimits:
     return GraphLimits(
         top_k=settings.RAG_TOP_K,
         relevance_threshold=settings.RAG_RELEVANCE_THRESHOLD,
+        relevance_gate=settings.RAG_RELEVANCE_GATE,
         min_relevant_docs=settings.RAG_MIN_RELEVANT_DOCS,
         answer_confidence_threshold=settings.RAG_ANSWER_CONFIDENCE_THRESHOLD,
         grade_concurrency=settings.RAG_GRADE_CONCURRENCY,
@@ -235,13 +236,21 @@ def closest_passages(final: dict) -> list[dict]:
     """The run's best-graded chunks (of any retrieval), with an excerpt, for a refusal to show."""
     judged = {g.doc.chunk_id: g for g in final.get("grades", []) if not g.prefiltered}
     judged.update(final.get("seen_grades", {}))
-    grades = sorted(judged.values(), key=lambda g: (-g.score, -g.doc.similarity))
+    # A chunk the judge was not asked about (the retrieval gate) ranks after every verdict.
+    grades = sorted(
+        judged.values(),
+        key=lambda g: (g.score is None, -(g.score or 0.0), -g.doc.similarity),
+    )
     passages = []
     for grade in grades[:PASSAGES]:
         text = " ".join(grade.doc.text.split())
         excerpt = text if len(text) <= PASSAGE_CHARS else text[: PASSAGE_CHARS - 1] + "…"
         passages.append(
-            {**grade.doc.summary(), "relevance": round(grade.score, 3), "excerpt": excerpt}
+            {
+                **grade.doc.summary(),
+                "relevance": None if grade.score is None else round(grade.score, 3),
+                "excerpt": excerpt,
+            }
         )
     return passages
 
@@ -276,6 +285,7 @@ def _metadata(context: GraphContext, started: float, embedding_model: str | None
         "settings": {
             "top_k": limits.top_k,
             "relevance_threshold": limits.relevance_threshold,
+            "relevance_gate": limits.relevance_gate,
             "min_relevant_docs": limits.min_relevant_docs,
             "answer_confidence_threshold": limits.answer_confidence_threshold,
             "max_retrievals": limits.max_retrievals,

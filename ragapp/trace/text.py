@@ -34,9 +34,11 @@ def _retrieve(payload: dict) -> str:
 
 def _grade(payload: dict) -> str:
     verdict = "kept" if payload["passed"] else "filtered out"
+    score = payload["score"]
+    relevance = "not asked" if score is None else f"relevance {score:.2f}"
     return (
-        f"grading document {payload['index']} of {payload['total']} ... relevance "
-        f"{payload['score']:.2f}, {verdict} - {_where(payload['document'])}"
+        f"grading document {payload['index']} of {payload['total']} ... {relevance}, "
+        f"{verdict} - {_where(payload['document'])}"
     )
 
 

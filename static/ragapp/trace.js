@@ -55,7 +55,7 @@
       case "reuse": return "answered earlier: the verified answer of run " + p.reused_run + (p.match === "exact" ? " (the same question)" : " (a question " + Number(p.similarity).toFixed(2) + " similar)") + ", knowledge base version " + p.index_version + "; no model was called";
       case "condense": return p.fallback ? "kept the follow-up as asked: " + p.reason + " — “" + p.original_question + "”" : "made the follow-up standalone: “" + p.original_question + "” → “" + p.standalone_question + "”" + ms(p) + (p.reason ? " (" + p.reason + ")" : "");
       case "retrieve": return "retrieve #" + p.iteration + ": " + p.docs_found + " documents for “" + p.query + "”" + (p.excerpted ? ", " + p.excerpted + " shown to the model as excerpts" : "") + ms(p);
-      case "grade": return "grading document " + p.index + " of " + p.total + " … " + relevanceWord(Number(p.score)) + " relevance, " + (p.passed ? "kept" : "filtered out") + " — " + where(p.document);
+      case "grade": return "grading document " + p.index + " of " + p.total + " … " + (p.score == null ? "not asked (a document ranked above passed first)" : relevanceWord(Number(p.score)) + " relevance") + ", " + (p.passed ? "kept" : "filtered out") + " — " + where(p.document);
       case "grade_docs": return p.passed + " of " + p.total + " documents passed" + ms(p);
       case "broaden": return "broadened the query: “" + p.old_query + "” → “" + p.new_query + "”";
       case "generate": return p.fallback ? "no relevant documents: honest fallback, no model call" : "generated an answer from " + (p.sources || []).length + " documents" + ms(p);
@@ -90,9 +90,9 @@
     li.dataset.seq = e.seq;
     li.textContent = describe(e);
     var p = e.payload || {};
-    if (e.kind === "grade" && p.score != null) {
+    if (e.kind === "grade") {
       li.classList.add(p.passed ? "kept" : "filtered");
-      li.appendChild(scoreBar(Number(p.score), "relevance"));
+      if (p.score != null) li.appendChild(scoreBar(Number(p.score), "relevance"));
     } else if (e.kind === "grade_answer" && !p.declined && p.faithfulness_score != null) {
       li.classList.add(p.faithful ? "kept" : "filtered");
       li.appendChild(scoreBar(Number(p.faithfulness_score), "faithfulness"));

@@ -240,6 +240,74 @@ def test_answers_cite_the_shared_blocks_numbers_and_use_only_what_passed(
     assert [(s["n"], s["cited"]) for s in sources] == [(2, True)]
 
 
+def test_with_the_retrieval_gate_the_best_verdict_passes_every_chunk_the_judge_read(
+    knowledge_base, models, script
+):
+    # The first hit fails its own verdict and the second passes: with RAG_RELEVANCE_GATE
+    # "retrieval" both pass, and the trace says why the first did.
+    question = "Which port does the beta service listen on?"
+    ranked = [d["chunk_id"] for d in payloads(ask(question, models), "retrieve")[0]["documents"]]
+    second = Chunk.objects.get(pk=ranked[1]).text
+    script.relevance = lambda q, doc: 0.9 if doc == second else 0.1
+    seen = []
+    script.generate = lambda q, docs: seen.append(docs) or "It listens on 9000 [1]."
+    run = ask(question, models, relevance_gate="retrieval", relevance_threshold=0.5)
+
+    grades = payloads(run, "grade")
+    assert [(g["score"], g["passed"]) for g in grades] == [(0.1, True), (0.9, True)]
+    assert "passed with its retrieval, whose best verdict (0.90)" in grades[0]["reasoning"]
+    assert payloads(run, "generate")[0]["usable"] == [1, 2]
+    assert len(seen[-1]) == 2
+    assert run.status == QueryRun.Status.ANSWERED
+
+    # Per document (the seed's grader), the same verdicts keep only the second.
+    alone = ask(question, models, relevance_gate="document", relevance_threshold=0.5)
+    assert [g["passed"] for g in payloads(alone, "grade")] == [False, True]
+    assert payloads(alone, "generate")[0]["usable"] == [2]
+
+
+@pytest.mark.parametrize("models", ["logprobs"], indirect=True)
+def test_with_the_retrieval_gate_the_yes_no_judge_stops_at_the_first_passing_verdict(
+    knowledge_base, models, script
+):
+    script.relevance = lambda q, doc: 0.9  # the first verdict passes, and decides
+    run = ask("Which port does the beta service listen on?", models, relevance_gate="retrieval")
+
+    grades = payloads(run, "grade")
+    assert [(g["score"], g["passed"]) for g in grades] == [(0.9, True), (None, True)]
+    assert grades[1]["reasoning"].startswith("not asked: a chunk ranked above it passed first")
+    assert "passed with its retrieval, whose best verdict (0.90)" in grades[1]["reasoning"]
+    assert script.calls.count("DocumentRelevance") == 1  # one verdict, not two
+    assert payloads(run, "generate")[0]["usable"] == [1, 2]
+    assert run.status == QueryRun.Status.ANSWERED
+
+
+def test_with_the_retrieval_gate_no_passing_verdict_still_passes_nothing(
+    knowledge_base, models, script
+):
+    script.relevance = lambda q, doc: 0.3  # under the threshold everywhere
+    run = ask(
+        "What is the refund policy for enterprise customers?",
+        models,
+        relevance_gate="retrieval",
+        relevance_threshold=0.5,
+    )
+
+    assert not any(g["passed"] for g in payloads(run, "grade"))
+    assert run.response_metadata["refusal_reason"] == "no_relevant_documents"
+
+
+def test_with_the_retrieval_gate_a_prefiltered_chunk_stays_out(knowledge_base, models, script):
+    question = "How do I start the beta service?"
+    ranked = payloads(ask(question, models), "retrieve")[0]["documents"]
+    floor = (ranked[0]["similarity"] + ranked[1]["similarity"]) / 2  # between the two hits
+    script.relevance = lambda q, doc: 0.9
+    run = ask(question, models, relevance_gate="retrieval", prefilter_similarity=floor)
+
+    grades = payloads(run, "grade")
+    assert [(g["prefiltered"], g["passed"]) for g in grades] == [(False, True), (True, False)]
+
+
 def test_an_answer_that_says_the_documents_do_not_cover_it_is_refused_with_passages(
     knowledge_base, models, script
 ):
