@@ -47,18 +47,18 @@ def openapi(member) -> dict:
     return json.loads(response.content)
 
 
-def _run_with(script: FakeScript, question: str, history=None):
+def _run_with(script: FakeScript, question: str, history=None, *, method="structured", **limits):
     model = FakeChatModel(script=script)
     models = ChatModels(
         generator=model,
         grader=model,
         broadener=model,
-        relevance_method="structured",
-        faithfulness_method="structured",
+        relevance_method=method,
+        faithfulness_method=method,
         names={"generation": "fake-chat", "grading": "fake-chat", "broadening": "fake-chat"},
     )
     run = run_create(query=question)
-    execute_run(run, models=models, limits=GraphLimits(top_k=2), history=history)
+    execute_run(run, models=models, limits=GraphLimits(top_k=2, **limits), history=history)
     return run
 
 
@@ -74,6 +74,18 @@ def test_every_event_the_graph_emits_matches_its_documented_schema(
     broken = FakeScript(invalid_output_for={"DocumentRelevance"})
     for script in (FakeScript(relevance=beta), refine, nothing_relevant, broken):
         _run_with(script, "How do I start the beta service?")
+    # The retrieval gate stops the yes/no judge at the first pass: a chunk not asked about has
+    # a null score in its grade event and in a refusal's passages.
+    unfaithful = FakeScript(relevance=lambda q, doc: 0.9, faithfulness=lambda a, docs: 0.1)
+    gated = _run_with(
+        unfaithful,
+        "How do I start the beta service?",
+        method="logprobs",
+        relevance_gate="retrieval",
+    )
+    assert [g.payload["score"] for g in gated.events.filter(kind="grade")] == [0.9, None]
+    gated.refresh_from_db()
+    assert None in [p["relevance"] for p in gated.response_metadata["passages"]]
     # A follow-up, condensed; and one whose condense call fails (the fallback shape).
     earlier = [("How do I start the beta service?", "Run `beta start` [1].")]
     _run_with(FakeScript(relevance=beta), "and which port does it use?", earlier)

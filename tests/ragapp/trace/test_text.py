@@ -17,3 +17,11 @@ def test_a_retrieval_without_excerpts_or_from_an_older_run_does_not_mention_them
     plain = "retrieve #1: 5 documents for 'backups?' by hybrid search"
     assert describe("retrieve", {**RETRIEVE, "excerpted": 0}) == plain
     assert describe("retrieve", RETRIEVE) == plain
+
+
+GRADE = {"index": 2, "total": 5, "passed": True, "document": {"source_path": "a.md"}}
+
+
+def test_a_grade_says_its_relevance_or_that_the_judge_was_not_asked():
+    assert "... relevance 0.42, kept" in describe("grade", {**GRADE, "score": 0.42})
+    assert "... not asked, kept" in describe("grade", {**GRADE, "score": None})
