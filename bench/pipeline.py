@@ -9,13 +9,15 @@ llama.cpp server, one question at a time, rotating which goes first:
   documents are read twice; the lexical check.
   It leaves out the refinement the old graph did for a third of its answers, so it flatters the
   baseline.
-- whole: the product's graph with whole chunks and no answer cap (`RAG_EXCERPT_CHARS=0`,
-  `RAG_ANSWER_MAX_TOKENS=0`), the graph of the morning of 2026-12-01.
+- per-document: the product's graph with each chunk passing on its own verdict
+  (`RAG_RELEVANCE_GATE=document`), so the judge is asked about every chunk: the default until
+  the night of 2026-12-01. (The graph with whole chunks and no answer cap, the morning's, was
+  measured against the excerpts in the evening's run: docs/evaluation.md.)
 - now: the product's graph (`execute_run`) with the settings in force: relevance verdicts as
   tails over one shared documents prefix, every chunk but the first shown as an excerpt, the
   answer from the same cache and capped, the claims check, a refinement when it fails.
 
-It prints p50/p95 per pipeline, the ratios now/before and now/whole, and where the time of a
+It prints p50/p95 per pipeline, the ratios now/before and now/per-document, and where the time of a
 run goes now (each node's share of the summed run time).
 
     uv run python bench/pipeline.py                  # 12 questions, about 12 minutes on 2 cores
@@ -123,22 +125,23 @@ def main() -> dict:
         call_command("ingest_docs", str(settings.BASE_DIR / "docs"), stdout=io.StringIO())
         retriever = build_retriever(mode=settings.RAG_RETRIEVAL_MODE, embeddings=get_embeddings())
         model = get_chat_models().generator
-        old, whole, new, nodes = [], [], [], {}
-        arms = ["before", "whole", "now"]
+        old, per_document, new, nodes = [], [], [], {}
+        arms = ["before", "per-document", "now"]
         for i, question in enumerate(questions(args.questions)):
             for which in arms[i % 3 :] + arms[: i % 3]:
                 forget_prompt(model, Usage())
                 if which == "before":
                     old.append(before(question, retriever, model, Usage()))
-                elif which == "whole":
-                    whole.append(now(question, RAG_EXCERPT_CHARS=0, RAG_ANSWER_MAX_TOKENS=0)[0])
+                elif which == "per-document":
+                    per_document.append(now(question, RAG_RELEVANCE_GATE="document")[0])
                 else:
                     seconds, node_ms = now(question)
                     new.append(seconds)
                     for node, ms in node_ms.items():
                         nodes[node] = nodes.get(node, 0.0) + ms / 1000
             print(
-                f"  before {old[-1]:5.1f} s   whole {whole[-1]:5.1f} s   now {new[-1]:5.1f} s   "
+                f"  before {old[-1]:5.1f} s   per-document {per_document[-1]:5.1f} s   "
+                f"now {new[-1]:5.1f} s   "
                 f"{question}",
                 flush=True,
             )
@@ -147,19 +150,21 @@ def main() -> dict:
         "questions": len(new),
         "before_p50_s": round(statistics.median(old), 1),
         "before_p95_s": round(percentile(old, 0.95), 1),
-        "whole_p50_s": round(statistics.median(whole), 1),
-        "whole_p95_s": round(percentile(whole, 0.95), 1),
+        "per_document_p50_s": round(statistics.median(per_document), 1),
+        "per_document_p95_s": round(percentile(per_document, 0.95), 1),
         "now_p50_s": round(statistics.median(new), 1),
         "now_p95_s": round(percentile(new, 0.95), 1),
         "ratio_p50": round(statistics.median(new) / statistics.median(old), 3),
-        "ratio_whole_p50": round(statistics.median(new) / statistics.median(whole), 3),
+        "ratio_per_document_p50": round(
+            statistics.median(new) / statistics.median(per_document), 3
+        ),
         "node_share": {node: round(s / total, 3) for node, s in sorted(nodes.items())},
     }
     print(
-        f"before: p50 {result['before_p50_s']} s, p95 {result['before_p95_s']} s; whole: p50 "
-        f"{result['whole_p50_s']} s, p95 {result['whole_p95_s']} s; now: p50 "
+        f"before: p50 {result['before_p50_s']} s, p95 {result['before_p95_s']} s; per-document: "
+        f"p50 {result['per_document_p50_s']} s, p95 {result['per_document_p95_s']} s; now: p50 "
         f"{result['now_p50_s']} s, p95 {result['now_p95_s']} s; ratio now/before (p50) "
-        f"{result['ratio_p50']}, now/whole {result['ratio_whole_p50']}"
+        f"{result['ratio_p50']}, now/per-document {result['ratio_per_document_p50']}"
     )
     print(
         "share of the run time now: "

@@ -423,14 +423,17 @@ def chunks_by_id(*, chunk_ids) -> dict[int, Chunk]:
     return {chunk.pk: chunk for chunk in chunks}
 
 
-def run_grade_scores(*, run: QueryRun) -> dict[int, float]:
-    """The relevance each chunk got when graded in `run` (its last grading), by chunk id."""
+def run_grade_scores(*, run: QueryRun) -> dict[int, float | None]:
+    """The relevance each chunk got when graded in `run` (its last grading), by chunk id.
+
+    None for a chunk the judge was not asked about (the retrieval gate passed it).
+    """
     scores = {}
     for payload in (
         run.events.filter(kind="grade").order_by("seq").values_list("payload", flat=True)
     ):
         chunk_id = (payload.get("document") or {}).get("chunk_id")
-        if chunk_id is not None and payload.get("score") is not None:
+        if chunk_id is not None and "score" in payload:
             scores[chunk_id] = payload["score"]
     return scores
 

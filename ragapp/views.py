@@ -335,8 +335,8 @@ def _answer_context(request, run: QueryRun, *, with_feedback: bool) -> dict:
     meta = run.response_metadata or {}
     stored = meta.get("sources", []) + meta.get("passages", [])
     chunks = chunks_by_id(chunk_ids=[s["chunk_id"] for s in stored if s.get("chunk_id")])
-    # A source's relevance is the grade its trace line shows, so the two agree; the search's
-    # similarity only where no grade was stored.
+    # A source's relevance is the grade its trace line shows, so the two agree (none for a chunk
+    # the judge was not asked about); the search's similarity only where no grade was stored.
     graded = run_grade_scores(run=run) if meta.get("sources") else {}
     sources = [
         _for_display(

@@ -96,3 +96,41 @@ def test_a_refusal_still_shows_the_closest_passages(server, browser):
     page.screenshot(path=str(ARTIFACTS / "refusal-passages.png"), full_page=True)
     page.set_viewport_size({"width": 390, "height": 844})
     page.screenshot(path=str(ARTIFACTS / "refusal-passages-phone.png"), full_page=True)
+
+
+@pytest.mark.parametrize("server", [{"RAG_RELEVANCE_JUDGE": "logprobs"}], indirect=True)
+def test_the_trace_says_which_chunks_the_retrieval_gate_did_not_ask_about(
+    server, browser, tmp_path
+):
+    from concurrent.futures import ThreadPoolExecutor
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    # A second document, so the retrieval has a chunk after the first one that passes.
+    (tmp_path / "more").mkdir()
+    (tmp_path / "more" / "billing.md").write_text("# Billing\n\nInvoices are sent monthly.\n")
+    # Playwright's loop runs on this thread, where Django refuses database calls: ingest aside.
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(call_command, "ingest_docs", str(tmp_path / "more"), stdout=StringIO()).result()
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    sign_in(page, server)
+    page.fill("#id_query", "How do I restart the worker?")
+    page.click("form.card button[type=submit]")
+
+    page.wait_for_selector("#trace li.kind-done", timeout=60_000)
+    grades = page.locator("#trace li.kind-grade")
+    assert grades.count() == 2
+    assert "relevance, kept" in grades.nth(0).inner_text()
+    assert grades.nth(0).locator("meter").count() == 1
+    second = grades.nth(1).inner_text()
+    assert "not asked (a document ranked above passed first), kept" in second, second
+    assert grades.nth(1).locator("meter").count() == 0  # no score, so no bar
+    # The sources agree with the trace: a relevance for the first, none for the chunk not asked.
+    sources = page.locator(".sources > li")
+    assert sources.nth(0).locator(".relevance").count() == 1
+    assert sources.nth(1).locator(".relevance").count() == 0
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "trace-not-asked.png"), full_page=True)
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.screenshot(path=str(ARTIFACTS / "trace-not-asked-phone.png"), full_page=True)
