@@ -342,7 +342,10 @@ def whole_runs(root: Path, questions: list[str], models) -> list[dict]:
                     "refusal_reason": run.response_metadata.get("refusal_reason"),
                     "chunks_graded": len(grades),
                     "chunks_passed": sum(bool(g.get("passed")) for g in grades),
-                    "max_score": max((g.get("score", 0.0) for g in grades), default=0.0),
+                    # A chunk the judge was not asked about (the retrieval gate) has no score.
+                    "max_score": max(
+                        (g["score"] for g in grades if g.get("score") is not None), default=0.0
+                    ),
                     "faithfulness_score": run.faithfulness_score,
                     "answer": run.answer[:400],
                     "seconds": round(time.perf_counter() - started, 1),

@@ -475,7 +475,7 @@ RAG_RELEVANCE_THRESHOLD = env_float(
 # grader); "retrieval", the best verdict decides for every chunk the judge read. Over the shared
 # documents block the 1.5B model's P(yes) tells answerable questions from the others (AUC 0.90)
 # but hardly which chunk answers (0.57-0.63, where the retrieval rank alone gives 0.82-0.88), so
-# per chunk it dropped the answering chunk as often as not (docs/evaluation.md).
+# per chunk it dropped answering chunks the ranking had put first (docs/evaluation.md).
 RAG_RELEVANCE_GATE = env_choice(
     "RAG_RELEVANCE_GATE",
     "retrieval" if RAG_RELEVANCE_JUDGE == "logprobs" else "document",
