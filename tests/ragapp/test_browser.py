@@ -46,6 +46,15 @@ def sign_in(page, server: str) -> None:
     page.click("button[type=submit]")
 
 
+def ask_on_a_desktop(browser, server: str, question: str):
+    """A desktop-sized page, signed in, that has just asked `question`."""
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    sign_in(page, server)
+    page.fill("#id_query", question)
+    page.click("form.card button[type=submit]")
+    return page
+
+
 # Each model call takes a second, so the run is still going when the page first looks, even on
 # a busy machine: a run that ended before the page loaded would show its trace from the database.
 @pytest.mark.parametrize("server", [{"RAG_FAKE_CHAT_DELAY_MS": "1000"}], indirect=True)
@@ -76,10 +85,9 @@ def test_ask_watch_the_trace_live_then_replay(server, browser):
 
 
 def test_a_refusal_still_shows_the_closest_passages(server, browser):
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
-    sign_in(page, server)
-    page.fill("#id_query", "How do I configure SAML single sign-on for the billing portal?")
-    page.click("form.card button[type=submit]")
+    page = ask_on_a_desktop(
+        browser, server, "How do I configure SAML single sign-on for the billing portal?"
+    )
 
     page.wait_for_selector(".answer-card.refused", timeout=60_000)
     answer = page.inner_text("#answer")
@@ -113,10 +121,7 @@ def test_the_trace_says_which_chunks_the_retrieval_gate_did_not_ask_about(
     # Playwright's loop runs on this thread, where Django refuses database calls: ingest aside.
     with ThreadPoolExecutor(1) as pool:
         pool.submit(call_command, "ingest_docs", str(tmp_path / "more"), stdout=StringIO()).result()
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
-    sign_in(page, server)
-    page.fill("#id_query", "How do I restart the worker?")
-    page.click("form.card button[type=submit]")
+    page = ask_on_a_desktop(browser, server, "How do I restart the worker?")
 
     page.wait_for_selector("#trace li.kind-done", timeout=60_000)
     grades = page.locator("#trace li.kind-grade")

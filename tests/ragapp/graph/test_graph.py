@@ -27,6 +27,12 @@ def ask(question, models, **limits):
     return run
 
 
+def second_hit_text(question, models) -> str:
+    """The text of the chunk that retrieval ranks second for `question`."""
+    ranked = [d["chunk_id"] for d in payloads(ask(question, models), "retrieve")[0]["documents"]]
+    return Chunk.objects.get(pk=ranked[1]).text
+
+
 def test_answered_directly(knowledge_base, models, script):
     script.relevance = lambda question, doc: 0.9 if "beta" in doc.lower() else 0.1
     run = ask("How do I start the beta service?", models)
@@ -225,8 +231,7 @@ def test_answers_cite_the_shared_blocks_numbers_and_use_only_what_passed(
     # The first hit fails grading and the second passes: both are in the documents block every
     # prompt shares, and the answer may use only [2].
     question = "Which port does the beta service listen on?"
-    ranked = [d["chunk_id"] for d in payloads(ask(question, models), "retrieve")[0]["documents"]]
-    second = Chunk.objects.get(pk=ranked[1]).text
+    second = second_hit_text(question, models)
     script.relevance = lambda q, doc: 0.9 if doc == second else 0.0
     seen = []
     script.generate = lambda q, docs: seen.append(docs) or "It is in the documents [2]."
@@ -246,8 +251,7 @@ def test_with_the_retrieval_gate_the_best_verdict_passes_every_chunk_the_judge_r
     # The first hit fails its own verdict and the second passes: with RAG_RELEVANCE_GATE
     # "retrieval" both pass, and the trace says why the first did.
     question = "Which port does the beta service listen on?"
-    ranked = [d["chunk_id"] for d in payloads(ask(question, models), "retrieve")[0]["documents"]]
-    second = Chunk.objects.get(pk=ranked[1]).text
+    second = second_hit_text(question, models)
     script.relevance = lambda q, doc: 0.9 if doc == second else 0.1
     seen = []
     script.generate = lambda q, docs: seen.append(docs) or "It listens on 9000 [1]."
