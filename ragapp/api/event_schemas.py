@@ -161,6 +161,14 @@ class GradeAnswerPayload(serializers.Serializer):
     threshold = serializers.FloatField()
     after_refinement = serializers.BooleanField()
     duration_ms = serializers.FloatField()
+    supporting_documents = DocumentSummarySerializer(
+        many=True,
+        required=False,
+        help_text="Passages of the usable documents' own pages that the check added because they "
+        "hold specifics of the answer (an option, a setting) the documents shown lacked. They "
+        "are usable documents from then on, numbered after the others; empty when none was "
+        "needed or found (lexical and claims checks only).",
+    )
 
 
 class RefinePayload(serializers.Serializer):

@@ -27,13 +27,18 @@ class Emitter(Protocol):
 
 
 class Retriever(Protocol):
-    """Finds the top-k chunks for a query, with the embedding model it searches by."""
+    """Finds the top-k chunks for a query, with the embedding model it searches by, and the
+    chunks of given pages that mention given terms (the answer check's support lookup)."""
 
     mode: str
     embeddings: Embeddings
 
     def search(
         self, query: str, *, k: int, depth: int | None = None, companions: int = 0
+    ) -> list[RetrievedDoc]: ...
+
+    def mentioning(
+        self, document_ids: list[int], terms: list[str], *, exclude: list[int]
     ) -> list[RetrievedDoc]: ...
 
 

@@ -31,7 +31,8 @@ _GENERIC = (
     "foo|bar|baz|sample|test|x|y|z"
 )
 _PLACEHOLDER = re.compile(
-    r"example|path/to|\b(?:my|your|some)_|\b(?:foo|bar|baz)\b|^<.*>$"
+    # yourfile.p12, your-csr-file, CN=YourCommonName, path_to_certificate: slots to fill.
+    r"example|path/to|\bpath_to_|\b(?:my|some)_|\byour(?=[a-z_-])|\b(?:foo|bar|baz)\b|^<.*>$"
     r"|\bmy(?:db|database|table|user|role|app|schema|index|host|server|file|column)s?\b"
     # A name made only of generic words is a slot to fill, in any field's examples:
     # table_name, column_name, dbname, file_name, key1, json_data, new_value.
@@ -56,6 +57,13 @@ _PLAIN_SPECIFIC = re.compile(r"\d+(?:\.\d+)+|[a-z][a-z0-9]*", re.IGNORECASE)
 _FILE_NAME = re.compile(
     r"\.(?:py|js|ts|json|ya?ml|toml|ini|cfg|conf|txt|md|rst|html?|csv|sql|sh|xml|log|env|lock|gz|"
     r"tar|zip|pem|key|crt|php|rb|go|rs|java|c|h)$"
+)
+# A bare file name given to a command (`openssl pkcs12 -in certs.p12 -out certs.pem`,
+# `git apply fix.patch`) is the user's own file, named to illustrate: the command and its options
+# are the claim. A path (/etc/ssl/openssl.cnf) or a file named in prose is still checked.
+_COMMAND_FILE = re.compile(
+    r"[\w-]+\.(?:pem|p12|pfx|crt|cer|csr|der|key|cnf|p7b|p7c|pk8|srl|jks|patch|diff|bundle|bak|"
+    r"out|bin|dat|dump|gz|tgz|zip|tar|txt|log|csv|json|ya?ml|sql|html?|xml|conf)"
 )
 _SPACE = re.compile(r"\s+")
 # Literal values any configuration or language writes; no document needs to spell them out.
@@ -143,7 +151,7 @@ def _specifics(text: str) -> list[str]:
     # the language's syntax; its names, flags and numbers are claims.
     for block in _FENCED.findall(text):
         for part in _SPECIFIC.findall(block):
-            if part.startswith("`") or _PLAIN_WORD.fullmatch(part):
+            if part.startswith("`") or _PLAIN_WORD.fullmatch(part) or _COMMAND_FILE.fullmatch(part):
                 continue
             term = _normal(part.strip())
             if term and not _placeholder(part):
@@ -152,7 +160,10 @@ def _specifics(text: str) -> list[str]:
         if match.startswith("`"):
             inner = match.strip("`").strip()
             parts = [p for p in _SPECIFIC.findall(inner) if not _PLAIN_WORD.fullmatch(p)]
-            if not parts:
+            if parts and len(inner.split()) > 1:
+                # A command: the files it is given are the user's own (`_COMMAND_FILE`).
+                parts = [p for p in parts if not _COMMAND_FILE.fullmatch(p)]
+            elif not parts:
                 # Plain words only. A call written with its arguments (`createIndex({ unique:
                 # true })`) counts by the name it calls; anything else (`vacuum`) is checked whole.
                 call = _CALL.match(inner)
@@ -205,6 +216,29 @@ def lexical_support(answer: str, documents: list[str], *, question: str = "") ->
     # against: unsupported, not vacuously supported (a document's injected "answer with one word"
     # otherwise passed as faithful, docs/architecture.md "Prompt injection").
     return Support(coverage=covered / len(words) if words else 0.0, unsupported=tuple(unsupported))
+
+
+def supporting(terms: list[str], texts: list[str], *, limit: int) -> list[int]:
+    """The positions of at most `limit` of `texts` that together hold the most of `terms`.
+
+    Greedy: each pick holds the most terms the earlier picks do not; ties go to the earlier
+    text. A text that holds none of them is never picked. Terms match as `lexical_support`
+    matches them (whole tokens, or every part of a dotted name).
+    """
+    holds = []
+    for text in texts:
+        source = _normal(text)
+        holds.append({t for t in terms if _contains(source, t) or _dotted_parts_found(source, t)})
+    chosen: list[int] = []
+    covered: set[str] = set()
+    while len(chosen) < limit:
+        gains = [len(held - covered) for held in holds]
+        best = max(range(len(texts)), key=gains.__getitem__, default=None)
+        if best is None or not gains[best]:
+            break
+        chosen.append(best)
+        covered |= holds[best]
+    return chosen
 
 
 # "The documents do not mention X", "There is no information about X in the documentation":
@@ -295,6 +329,12 @@ def answer_claims(answer: str) -> list[str]:
     return claims[:MAX_CLAIMS]
 
 
+# The sentence right after a code block that describes it: "This command imports the file."
+_DESCRIBES_CODE = re.compile(
+    r"^\s*(?:this|that|these|the\s+above)\s+(?:commands?|examples?|code|snippet|configuration|"
+    r"script|query|statements?|lines?)\b[^\n]*?(?:[.!?](?=\s|$)|$)[ \t]*",
+    re.IGNORECASE,
+)
 MISSING = " does not appear in the documents"  # how a specific no document holds is reported
 
 
@@ -320,12 +360,33 @@ def prune(answer: str, claims: list[str]) -> str:
         folded = _normal(text)
         return any(_contains(folded, term) for term in terms)
 
+    blocks = re.split(r"(```.*?(?:```|$))", answer, flags=re.DOTALL)
+    # A code block that goes takes the sentence announcing it ("Run the following command:")
+    # with it: left alone, that sentence points at nothing ("This command imports the file.").
+    announcing = {
+        n - 1
+        for n, block in enumerate(blocks)
+        if n and block.startswith("```") and flagged(block) and _announces(blocks[n - 1])
+    }
+    # ... and the sentence after it that describes it ("This command ...") goes too.
+    describing = {
+        n + 1
+        for n, block in enumerate(blocks)
+        if block.startswith("```") and flagged(block) and n + 1 < len(blocks)
+    }
+    if 0 in announcing and not answer_claims(_without_last_sentence(blocks[0])):
+        return ""  # the answer opened by announcing the code that goes: nothing is left
+
     kept = []
-    for block in re.split(r"(```.*?(?:```|$))", answer, flags=re.DOTALL):
+    for n, block in enumerate(blocks):
         if block.startswith("```"):
             if not flagged(block):
                 kept.append(block)
             continue
+        if n in announcing:
+            block = _without_last_sentence(block)
+        if n in describing:
+            block = _DESCRIBES_CODE.sub("", block, count=1)
         for line in block.split("\n"):
             pieces = _SENTENCE_END.split(line)
             survivors = []
@@ -333,7 +394,22 @@ def prune(answer: str, claims: list[str]) -> str:
                 if claim_text(piece) in sentences or flagged(piece):
                     continue
                 survivors.append(piece)
+            if survivors and not claim_text(" ".join(survivors)):
+                survivors = []  # only a list marker or a citation was left of the line
             if survivors or not line.strip():
                 kept.append(" ".join(survivors) + "\n")
     text = "".join(kept)
     return re.sub(r"\n{3,}", "\n\n", text).strip()
+
+
+def _announces(text: str) -> bool:
+    """Whether `text` ends with a sentence that announces what follows ("... as follows:")."""
+    return text.rstrip().endswith(":")
+
+
+def _without_last_sentence(text: str) -> str:
+    """`text` without its last sentence (and whatever blank space trails it)."""
+    body = text.rstrip()
+    pieces = _SENTENCE_END.split(body)
+    last = pieces[-1] if pieces else ""
+    return body[: len(body) - len(last)].rstrip() + "\n" if last else text

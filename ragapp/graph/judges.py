@@ -254,6 +254,22 @@ def judge_faithfulness(
     )
 
 
+def support_text(doc: RetrievedDoc) -> str:
+    """What of `doc` the lexical check may find an answer's words in.
+
+    The generator was shown each document's source path and section too (prompts.py), and a
+    page's own name is often only there ("NOTIFY > Parameters", "docs/configuration.md"). An
+    excerpt may hold sentences of the document's other chunks (excerpts.py): they count too.
+    """
+    return f"{doc.source_path}\n{doc.heading_path}\n{doc.text}\n{doc.excerpt}"
+
+
+def unsupported_specifics(question: str, answer: str, docs: list[RetrievedDoc]) -> list[str]:
+    """The specifics of `answer` (settings, flags, numbers, paths) that no one of `docs` holds."""
+    support = lexical_support(answer, [support_text(doc) for doc in docs], question=question)
+    return list(support.unsupported)
+
+
 def lexical_verdict(question: str, answer: str, docs: list[RetrievedDoc]) -> AnswerFaithfulness:
     """The faithfulness verdict of the deterministic check in `grounding` (no model call).
 
@@ -261,14 +277,7 @@ def lexical_verdict(question: str, answer: str, docs: list[RetrievedDoc]) -> Ans
     specific (a setting, flag, number, path) appears nowhere in them; those specifics are the
     problematic claims that refinement is asked to remove.
     """
-    # The generator was shown each document's source path and section too (prompts.py), and a
-    # page's own name is often only there ("NOTIFY > Parameters", "docs/configuration.md"). An
-    # excerpt may hold sentences of the document's other chunks (excerpts.py): they count too.
-    support = lexical_support(
-        answer,
-        [f"{doc.source_path}\n{doc.heading_path}\n{doc.text}\n{doc.excerpt}" for doc in docs],
-        question=question,
-    )
+    support = lexical_support(answer, [support_text(doc) for doc in docs], question=question)
     score = min(support.coverage, 0.5) if support.unsupported else support.coverage
     risk = "low" if score >= 0.8 else "medium" if score >= 0.5 else "high"
     claims = [f"{term}{MISSING}" for term in support.unsupported]

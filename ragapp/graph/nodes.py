@@ -17,12 +17,14 @@ from langgraph.runtime import Runtime
 from ragapp.graph import prompts
 from ragapp.graph.context import GraphContext
 from ragapp.graph.excerpts import EXCERPT_COMPANIONS, focused
-from ragapp.graph.grounding import declines, prune
+from ragapp.graph.grounding import declines, prune, supporting
 from ragapp.graph.judges import (
     describe_problem,
     judge_faithfulness,
     judge_relevance,
+    support_text,
     text_call,
+    unsupported_specifics,
 )
 from ragapp.graph.repetition import without_repetition
 from ragapp.graph.state import AnswerGrade, DocGrade, RAGState, RetrievedDoc, usable_numbers
@@ -411,10 +413,20 @@ def grade_answer(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
     """Judge whether every claim of the answer is supported by its sources."""
     ctx = runtime.context
     with _timed(ctx, "grade_answer") as timing:
+        support = _supporting_passages(ctx, state)
+        if support:
+            # The passages that hold what the answer names join the documents, as usable ones:
+            # the check reads them, and an answer shown lists them among its sources.
+            state = {
+                **state,
+                "context_documents": [*state["context_documents"], *support],
+                "filtered_documents": [*state.get("filtered_documents", []), *support],
+            }
         grade = _grade_answer(ctx, state)
     ctx.emitter.emit(
         EventKind.GRADE_ANSWER,
         {
+            "supporting_documents": [doc.summary() for doc in support],
             "faithfulness_score": round(grade.faithfulness_score, 3),
             "hallucination_risk": grade.hallucination_risk,
             "problematic_claims": grade.problematic_claims,
@@ -429,7 +441,40 @@ def grade_answer(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
         node="grade_answer",
         duration_ms=timing["ms"],
     )
+    if support:
+        return {
+            "answer_grade": grade,
+            "context_documents": state["context_documents"],
+            "filtered_documents": state["filtered_documents"],
+        }
     return {"answer_grade": grade}
+
+
+# How many passages the answer check may add from the pages of the usable documents.
+SUPPORT_PASSAGES = 2
+
+
+def _supporting_passages(ctx: GraphContext, state: RAGState) -> list[RetrievedDoc]:
+    """Passages of the usable documents' own pages that hold what the answer names and they lack.
+
+    A manual page's options are spread over many chunks, and retrieval finds the page more often
+    than the chunk that defines the option an answer uses (`openssl x509 -req -CAkey`, found on
+    the x509 page, not in its chunk the search returned). Such an answer is not invented: the
+    lookup adds at most SUPPORT_PASSAGES chunks of those pages that hold its missing specifics,
+    so the check (and the reader, among the sources) sees them. A specific no page of theirs
+    holds is still unsupported. Only for the checks that look for specifics (lexical, claims).
+    """
+    if ctx.models.faithfulness_method not in ("lexical", "claims") or declines(state["generation"]):
+        return []
+    docs = state["context_documents"]
+    usable = [docs[n - 1] for n in usable_numbers(state)]
+    terms = unsupported_specifics(state["original_query"], state["generation"], usable)
+    if not terms:
+        return []
+    pages = list(dict.fromkeys(doc.document_id for doc in usable))
+    candidates = ctx.retriever.mentioning(pages, terms, exclude=[doc.chunk_id for doc in docs])
+    chosen = supporting(terms, [support_text(doc) for doc in candidates], limit=SUPPORT_PASSAGES)
+    return [candidates[n] for n in chosen]
 
 
 def _grade_answer(ctx: GraphContext, state: RAGState) -> AnswerGrade:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from django.conf import settings
+from django.db.models import Q
 
 from ragapp.graph.state import RetrievedDoc
 from ragapp.models import Chunk
@@ -103,6 +104,34 @@ def _as_doc(chunk: Chunk, similarity: float, companions: tuple[str, ...] = ()) -
     )
 
 
+# A page is searched for an answer's terms at most this many chunks deep (a long manual page
+# has a few hundred; the lookup must stay a cheap query).
+MENTIONING_LIMIT = 200
+
+
+def chunks_mentioning(
+    document_ids: list[int], terms: list[str], *, exclude: list[int]
+) -> list[RetrievedDoc]:
+    """The chunks of `document_ids` (but not those of `exclude`) whose text holds any of `terms`.
+
+    Case-insensitive substring matches, in page order; the caller decides what a whole-token
+    match is (`grounding.supporting`). Similarity is 0: no search found them.
+    """
+    if not document_ids or not terms:
+        return []
+    mentions = Q()
+    for term in terms:
+        mentions |= Q(text__icontains=term)
+    chunks = (
+        Chunk.objects.select_related("document")
+        .defer("embedding", "search_vector")
+        .filter(mentions, document_id__in=document_ids)
+        .exclude(id__in=exclude)
+        .order_by("document_id", "id")[:MENTIONING_LIMIT]
+    )
+    return [_as_doc(chunk, 0.0) for chunk in chunks]
+
+
 def _companion_texts(extra: list, chunks: dict[int, Chunk]) -> tuple[str, ...]:
     return tuple(chunks[c.id].text for c in extra if c.id in chunks)
 
@@ -111,6 +140,7 @@ class VectorRetriever:
     """pgvector HNSW, cosine similarity."""
 
     mode = "vector"
+    mentioning = staticmethod(chunks_mentioning)
 
     def __init__(self, embeddings: EmbeddingProvider, *, per_document_cap: int = 0):
         self.embeddings = embeddings
@@ -155,6 +185,7 @@ class HybridRetriever:
     """Vector search fused with PostgreSQL full-text search by weighted reciprocal rank fusion."""
 
     mode = "hybrid"
+    mentioning = staticmethod(chunks_mentioning)
 
     def __init__(
         self, embeddings: EmbeddingProvider, *, text_weight: float = 0.35, per_document_cap: int = 0

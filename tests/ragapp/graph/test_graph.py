@@ -451,3 +451,54 @@ def test_an_answer_is_capped_and_cut_where_the_model_starts_repeating_itself(
     generate = payloads(run, "generate")[0]
     assert generate["repetition_cut_chars"] == len(loop) - len(run.answer)
     assert generate["answer_chars"] == len(run.answer)
+
+
+@pytest.mark.parametrize("models", ["logprobs"], indirect=True)
+def test_the_answer_check_adds_the_passage_of_a_retrieved_page_that_holds_what_it_names(
+    knowledge_base, models, script
+):
+    from dataclasses import replace
+
+    lexical = replace(models, faithfulness_method="lexical")
+    script.relevance = lambda q, doc: 1.0
+    # Retrieval returns one chunk of beta.md; `daily` is only in the page's other chunk.
+    script.generate = lambda q, docs: (
+        "Start it with `beta serve` on port 9000 [1]. Its logs rotate `daily`."
+    )
+    run = ask("How do I start the beta service?", lexical, top_k=1)
+
+    retrieved = payloads(run, "retrieve")[0]["documents"]
+    assert [d["source_path"] for d in retrieved] == ["docs/beta.md"]
+    grade = payloads(run, "grade_answer")[0]
+    added = grade["supporting_documents"]
+    assert [d["source_path"] for d in added] == ["docs/beta.md"]
+    assert (
+        Chunk.objects.get(pk=added[0]["chunk_id"]).text
+        == "Beta logs rotate daily; keep seven days."
+    )
+    assert grade["faithful"] is True and grade["problematic_claims"] == []
+    assert run.status == QueryRun.Status.ANSWERED
+    # The reader sees the passage among the sources, numbered after the documents shown.
+    sources = run.response_metadata["sources"]
+    assert [(s["n"], s["chunk_id"]) for s in sources] == [
+        (1, retrieved[0]["chunk_id"]),
+        (2, added[0]["chunk_id"]),
+    ]
+
+
+@pytest.mark.parametrize("models", ["logprobs"], indirect=True)
+def test_the_support_lookup_never_reads_a_page_retrieval_did_not_return(
+    knowledge_base, models, script
+):
+    from dataclasses import replace
+
+    lexical = replace(models, faithfulness_method="lexical")
+    script.relevance = lambda q, doc: 1.0
+    # `alpha.toml` is in the knowledge base, but on a page this question did not retrieve.
+    script.generate = lambda q, docs: "Start it with `beta serve` [1], configured in `alpha.toml`."
+    run = ask("How do I start the beta service?", lexical, top_k=1)
+
+    grade = payloads(run, "grade_answer")[0]
+    assert grade["supporting_documents"] == []
+    assert grade["problematic_claims"] == ["alpha.toml does not appear in the documents"]
+    assert run.status == QueryRun.Status.REFUSED

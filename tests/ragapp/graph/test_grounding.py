@@ -247,3 +247,62 @@ def test_an_answer_whose_direct_answer_is_flagged_prunes_to_nothing():
     assert prune(answer, ["Use the --turbo flag to do it."]) == ""
     assert prune(answer, [f"--turbo{MISSING}"]) == ""
     assert prune(answer, ["Logs are kept for seven days."]) == "Use the --turbo flag to do it [1]."
+
+
+MANUAL_PAGE = [
+    "-in filename: the input file. -out filename: the output file. -nokeys: no private keys "
+    "are output. See /etc/ssl/openssl.cnf for the defaults."
+]
+
+
+@pytest.mark.parametrize(
+    ("answer", "unsupported"),
+    [
+        # The files a command is given are the user's own, in a block or a command span.
+        ("```sh\nopenssl pkcs12 -in certs.p12 -out certs.pem -nokeys\n```", ()),
+        ("Run `openssl pkcs12 -in bundle.pfx -nokeys` [1].", ()),
+        # Its options are still claims.
+        ("```sh\nopenssl pkcs12 -in certs.p12 -nocerts\n```", ("-nocerts",)),
+        # A file named alone, as what to edit, is a claim; so is a path.
+        ("Edit `tls.cnf` to change it.", ("tls.cnf",)),
+        (
+            "```sh\nopenssl req -config /etc/pki/tls.cnf\n```",
+            ("-config", "/etc/pki/tls.cnf"),
+        ),
+        # Slots to fill: "your...", path_to_...
+        ("Pass `-in yourfile` and `-out path_to_output` [1].", ()),
+        ("Use `CN=YourCommonName` in the subject.", ()),
+    ],
+)
+def test_example_file_names_and_slots_in_commands_are_not_claims(answer, unsupported):
+    assert lexical_support(answer, MANUAL_PAGE).unsupported == unsupported
+
+
+def test_a_pruned_code_block_takes_the_sentences_that_announce_and_describe_it():
+    answer = (
+        "Use the `-nokeys` option [1]. Here is how:\n\n"
+        "```sh\nopenssl pkcs12 -in a.p12 -nocerts\n```\n\n"
+        "This command writes the certificates only. The keys stay in the file [1]."
+    )
+    assert prune(answer, [f"-nocerts{MISSING}"]) == (
+        "Use the `-nokeys` option [1].\n\nThe keys stay in the file [1]."
+    )
+
+
+def test_an_answer_that_opens_by_announcing_a_pruned_command_prunes_to_nothing():
+    answer = (
+        "To import the file into a keystore, run the following command:\n\n"
+        "```sh\nkeytool -importkeystore -srckeystore a.p12\n```\n\n"
+        "This command imports the contents of your file into the keystore."
+    )
+    assert prune(answer, [f"-importkeystore{MISSING}"]) == ""
+
+
+def test_supporting_picks_the_fewest_texts_that_hold_the_most_terms():
+    from ragapp.graph.grounding import supporting
+
+    texts = ["-req: read a request.", "-req and -cakey: sign with a CA key.", "-days n: validity."]
+    assert supporting(["-req", "-cakey", "-days"], texts, limit=2) == [1, 2]
+    assert supporting(["-req", "-cakey", "-days"], texts, limit=1) == [1]
+    # Whole tokens only: -req is not in -request, and a text with no term is never picked.
+    assert supporting(["-req"], ["-request: a request.", "nothing here"], limit=2) == []
