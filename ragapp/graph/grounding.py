@@ -52,8 +52,10 @@ _DEFINED = re.compile(
 # version it asks about ("2.4"), a product's name in capitals. Not a plain number: "Is the limit
 # 100?" answered "Yes, 100" must still find 100 in the documents. Code-like names (`SOME_SETTING`,
 # --flags, dotted.names) are not among them: a made-up setting in a question must not become
-# "supported" by being asked about.
-_PLAIN_SPECIFIC = re.compile(r"\d+(?:\.\d+)+|[a-z][a-z0-9]*", re.IGNORECASE)
+# "supported" by being asked about. Nor is a name with digits in it (`X25519MLKEM768`, `qwen2`,
+# `r6g`): it names an algorithm, a model or a machine type, which a question may ask about
+# precisely because the documents do not have it.
+_PLAIN_SPECIFIC = re.compile(r"\d+(?:\.\d+)+|[a-z]+", re.IGNORECASE)
 _FILE_NAME = re.compile(
     r"\.(?:py|js|ts|json|ya?ml|toml|ini|cfg|conf|txt|md|rst|html?|csv|sql|sh|xml|log|env|lock|gz|"
     r"tar|zip|pem|key|crt|php|rb|go|rs|java|c|h)$"

@@ -306,3 +306,10 @@ def test_supporting_picks_the_fewest_texts_that_hold_the_most_terms():
     assert supporting(["-req", "-cakey", "-days"], texts, limit=1) == [1]
     # Whole tokens only: -req is not in -request, and a text with no term is never picked.
     assert supporting(["-req"], ["-request: a request.", "nothing here"], limit=2) == []
+
+
+def test_a_name_with_digits_from_the_question_must_still_be_in_the_documents():
+    docs = ["-curves list: the supported curves, such as X25519 and P-256."]
+    question = "How do I make s_client offer X25519MLKEM768?"
+    answer = "Use `-curves X25519MLKEM768` [1]."
+    assert lexical_support(answer, docs, question=question).unsupported == ("x25519mlkem768",)
