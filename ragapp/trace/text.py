@@ -83,8 +83,15 @@ def _grade_answer(payload: dict) -> str:
     verdict = "faithful" if payload["faithful"] else "not faithful"
     return (
         f"faithfulness {payload['faithfulness_score']:.2f}, risk "
-        f"{payload['hallucination_risk']}: {verdict}{_ms(payload)}"
+        f"{payload['hallucination_risk']}: {verdict}{_ms(payload)}{_supporting(payload)}"
     )
+
+
+def _supporting(payload: dict) -> str:
+    added = payload.get("supporting_documents") or []  # absent in events before 2026-12-02
+    if not added:
+        return ""
+    return "; read with passages from the same pages: " + ", ".join(_where(d) for d in added)
 
 
 def _refine(payload: dict) -> str:

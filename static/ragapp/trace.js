@@ -37,6 +37,11 @@
     doc = doc || {};
     return displayPath(doc.source_path) + (doc.heading_path ? " › " + doc.heading_path : "");
   }
+  // Passages of the same pages the answer check added because they hold what the answer names.
+  function supporting(p) {
+    var added = p.supporting_documents || [];
+    return added.length ? "; read with passages from the same pages: " + added.map(where).join(", ") : "";
+  }
   function ms(p) { return p.duration_ms != null ? " (" + Math.round(p.duration_ms) + " ms)" : ""; }
 
   // Scores as words, as the answer's sources show them (RELEVANCE_WORDS in ragapp/views.py);
@@ -61,7 +66,7 @@
       case "generate": return p.fallback ? "no relevant documents: honest fallback, no model call" : "generated an answer from " + (p.sources || []).length + " documents" + ms(p);
       case "grade_answer":
         if (p.declined) { return "the answer says the documents do not cover the question" + ms(p); }
-        return (p.after_refinement ? "refined answer checked: " : "answer checked: ") + (p.faithful ? "faithful" : "not faithful") + ", " + p.hallucination_risk + " risk" + ms(p) + claims(p);
+        return (p.after_refinement ? "refined answer checked: " : "answer checked: ") + (p.faithful ? "faithful" : "not faithful") + ", " + p.hallucination_risk + " risk" + ms(p) + supporting(p) + claims(p);
       case "refine": return "refined the answer" + ms(p);
       case "answer": return "final: " + p.status + (p.refusal_reason ? " (" + (refusalReasons[p.refusal_reason] || p.refusal_reason) + ")" : "");
       case "error": return "error: " + p.message;

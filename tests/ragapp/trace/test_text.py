@@ -25,3 +25,18 @@ GRADE = {"index": 2, "total": 5, "passed": True, "document": {"source_path": "a.
 def test_a_grade_says_its_relevance_or_that_the_judge_was_not_asked():
     assert "... relevance 0.42, kept" in describe("grade", {**GRADE, "score": 0.42})
     assert "... not asked, kept" in describe("grade", {**GRADE, "score": None})
+
+
+CHECK = {"faithful": True, "faithfulness_score": 0.61, "hallucination_risk": "low"}
+
+
+def test_an_answer_check_names_the_passages_it_added_from_the_same_pages():
+    added = {"source_path": "openssl-x509.html", "heading_path": "OPTIONS > Micro-CA Options"}
+    line = describe("grade_answer", {**CHECK, "supporting_documents": [added]})
+    assert line == (
+        "faithfulness 0.61, risk low: faithful; read with passages from the same pages: "
+        "openssl-x509.html > OPTIONS > Micro-CA Options"
+    )
+    plain = "faithfulness 0.61, risk low: faithful"
+    assert describe("grade_answer", {**CHECK, "supporting_documents": []}) == plain
+    assert describe("grade_answer", CHECK) == plain  # an event stored before the lookup
