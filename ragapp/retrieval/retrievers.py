@@ -127,7 +127,7 @@ def chunks_mentioning(
         .defer("embedding", "search_vector")
         .filter(mentions, document_id__in=document_ids)
         .exclude(id__in=exclude)
-        .order_by("document_id", "id")[:MENTIONING_LIMIT]
+        .order_by("document_id", "ordinal")[:MENTIONING_LIMIT]
     )
     return [_as_doc(chunk, 0.0) for chunk in chunks]
 
