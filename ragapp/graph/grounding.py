@@ -364,7 +364,7 @@ def prune(answer: str, claims: list[str]) -> str:
 
     blocks = re.split(r"(```.*?(?:```|$))", answer, flags=re.DOTALL)
     # A code block that goes takes the sentence announcing it ("Run the following command:")
-    # with it: left alone, that sentence points at nothing ("This command imports the file.").
+    # with it: left alone, that sentence points at nothing.
     announcing = {
         n - 1
         for n, block in enumerate(blocks)
@@ -412,6 +412,5 @@ def _announces(text: str) -> bool:
 def _without_last_sentence(text: str) -> str:
     """`text` without its last sentence (and whatever blank space trails it)."""
     body = text.rstrip()
-    pieces = _SENTENCE_END.split(body)
-    last = pieces[-1] if pieces else ""
-    return body[: len(body) - len(last)].rstrip() + "\n" if last else text
+    last = _SENTENCE_END.split(body)[-1]  # split always returns at least one piece
+    return body[: len(body) - len(last)].rstrip() + "\n"
