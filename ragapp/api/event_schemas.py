@@ -72,6 +72,8 @@ class RetrievePayload(serializers.Serializer):
     docs_found = serializers.IntegerField(min_value=0)
     documents = DocumentSummarySerializer(many=True)
     excerpted = serializers.IntegerField(min_value=0, required=False)  # absent in older runs
+    # Absent in older runs; empty unless RAG_REFUSE_UNKNOWN_NAMES found some.
+    unknown_names = serializers.ListField(child=serializers.CharField(), required=False)
     duration_ms = serializers.FloatField()
 
 

@@ -27,8 +27,9 @@ class Emitter(Protocol):
 
 
 class Retriever(Protocol):
-    """Finds the top-k chunks for a query, with the embedding model it searches by, and the
-    chunks of given pages that mention given terms (the answer check's support lookup)."""
+    """Finds the top-k chunks for a query, with the embedding model it searches by; the
+    chunks of given pages that mention given terms (the answer check's support lookup); and
+    the names no chunk of the knowledge base mentions (retrieval/coverage.py)."""
 
     mode: str
     embeddings: Embeddings
@@ -40,6 +41,8 @@ class Retriever(Protocol):
     def mentioning(
         self, document_ids: list[int], terms: list[str], *, exclude: list[int]
     ) -> list[RetrievedDoc]: ...
+
+    def never_mentioned(self, names: list[str]) -> list[str]: ...
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,8 @@ class GraphLimits:
     # Retrieved chunks after the first are shown as excerpts of this many characters (0: off).
     excerpt_chars: int = 0
     answer_max_tokens: int = 0  # the longest answer the generator may write (0: its own cap)
+    # Refuse at once a question naming a technical name the knowledge base never mentions.
+    refuse_unknown_names: bool = False
 
 
 @dataclass

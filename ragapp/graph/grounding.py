@@ -350,19 +350,24 @@ def prune(answer: str, claims: list[str]) -> str:
     """
     terms = [c.removesuffix(MISSING).casefold() for c in claims if c.endswith(MISSING)]
     sentences = {c for c in claims if not c.endswith(MISSING)}
-    opening = answer_claims(answer)[:1]
-    if opening and (
-        opening[0] in sentences or any(_contains(_normal(opening[0]), t) for t in terms)
-    ):
-        # The writer is asked to start with the direct answer. When that is what the documents do
-        # not state, cutting it leaves true sentences that answer nothing: no answer is left.
-        return ""
 
     def flagged(text: str) -> bool:
         folded = _normal(text)
         return any(_contains(folded, term) for term in terms)
 
     blocks = re.split(r"(```.*?(?:```|$))", answer, flags=re.DOTALL)
+    # The writer is asked to start with the direct answer. When that is what the documents do
+    # not state, cutting it leaves true sentences that answer nothing: no answer is left. An
+    # answer that states nothing before its first code block ("Run the following command:")
+    # opens with that code: a sentence after it that the judge doubts ("This command tells the
+    # server to ...") is pruned alone, and the command stays.
+    if len(blocks) > 1 and not answer_claims(blocks[0]):
+        if flagged(blocks[1]):
+            return ""
+    elif (opening := answer_claims(answer)[:1]) and (
+        opening[0] in sentences or any(_contains(_normal(opening[0]), t) for t in terms)
+    ):
+        return ""
     # A code block that goes takes the sentence announcing it ("Run the following command:")
     # with it: left alone, that sentence points at nothing.
     announcing = {
@@ -376,9 +381,6 @@ def prune(answer: str, claims: list[str]) -> str:
         for n, block in enumerate(blocks)
         if block.startswith("```") and flagged(block) and n + 1 < len(blocks)
     }
-    if 0 in announcing and not answer_claims(_without_last_sentence(blocks[0])):
-        return ""  # the answer opened by announcing the code that goes: nothing is left
-
     kept = []
     for n, block in enumerate(blocks):
         if block.startswith("```"):

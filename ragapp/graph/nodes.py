@@ -28,6 +28,7 @@ from ragapp.graph.judges import (
 )
 from ragapp.graph.repetition import without_repetition
 from ragapp.graph.state import AnswerGrade, DocGrade, RAGState, RetrievedDoc, usable_numbers
+from ragapp.retrieval.coverage import technical_names
 from ragapp.trace.kinds import EventKind
 
 
@@ -120,6 +121,10 @@ def retrieve(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
     ctx = runtime.context
     iteration = state.get("iteration_count", 0) + 1
     with _timed(ctx, "retrieve") as timing:
+        unknown = state.get("unknown_names", [])
+        if iteration == 1 and ctx.limits.refuse_unknown_names:
+            # The question is the same in every retrieval: one lookup per run.
+            unknown = ctx.retriever.never_mentioned(technical_names(state["original_query"]))
         excerpts = bool(ctx.limits.excerpt_chars)
         docs = ctx.retriever.search(
             state["query"], k=ctx.limits.top_k, companions=EXCERPT_COMPANIONS if excerpts else 0
@@ -144,12 +149,14 @@ def retrieve(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
             "documents": [doc.summary() for doc in docs],
             # How many of them the model is shown as excerpts (RAG_EXCERPT_CHARS).
             "excerpted": sum(bool(doc.excerpt) for doc in docs),
+            # Names in the question that no chunk of the knowledge base holds: the run is refused.
+            "unknown_names": unknown,
             "duration_ms": round(timing["ms"], 1),
         },
         node="retrieve",
         duration_ms=timing["ms"],
     )
-    return {"documents": docs, "iteration_count": 1}
+    return {"documents": docs, "iteration_count": 1, "unknown_names": unknown}
 
 
 def grade_docs(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
@@ -171,11 +178,16 @@ def grade_docs(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
     # same, and a broadened search often finds the same chunks again.
     seen = dict(state.get("seen_grades", {}))
     by_retrieval = ctx.limits.relevance_gate == "retrieval"
+    unknown = state.get("unknown_names", [])
     with _timed(ctx, "grade_docs") as timing:
-        new = [n for n, doc in enumerate(judged, 1) if doc.chunk_id not in seen]
+        # A question about a name the knowledge base never mentions: no passage can answer it,
+        # however near it is, and the judge is not asked.
+        new = [] if unknown else [n for n, doc in enumerate(judged, 1) if doc.chunk_id not in seen]
         seen.update(_judge_all(ctx, question, context, new, first_pass_decides=by_retrieval))
     grades = [
-        seen[doc.chunk_id]
+        _never_mentioned(doc, unknown)
+        if unknown
+        else seen[doc.chunk_id]
         if doc.chunk_id in seen
         else _not_asked(doc)
         if doc.chunk_id in judged_ids
@@ -300,6 +312,21 @@ def _in_pool(ctx: GraphContext, question: str, context: list[RetrievedDoc], n: i
         return _grade_one(ctx, question, context, n)
     finally:
         close_old_connections()  # a pool thread's connection must not leak
+
+
+def _never_mentioned(doc: RetrievedDoc, names: list[str]) -> DocGrade:
+    return DocGrade(
+        doc=doc,
+        score=None,
+        relevant=False,
+        reasoning=f"not asked: the question names {_listed(names)}, which no document in the "
+        "knowledge base mentions",
+        passed=False,
+    )
+
+
+def _listed(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def _prefiltered(doc: RetrievedDoc, floor: float) -> DocGrade:

@@ -153,6 +153,7 @@ def generate_messages(
         question,
         docs,
         f"Answer the question using only {_only(docs, usable)}. Start with the direct answer. "
+        "If the question asks more than one thing, answer each of them. "
         "After each sentence, cite the document it comes from by its number in square "
         "brackets, like [1]. Name settings, commands, options and values exactly as the "
         "documents write them, and do not add details the documents do not state. If the "

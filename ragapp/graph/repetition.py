@@ -14,6 +14,10 @@ import re
 from ragapp.graph.grounding import FENCE_LINE, SENTENCE_BREAK, claim_text
 
 MIN_WORDS = 4  # "Run:" or "For example:" twice is not a loop
+# A short list item is a loop on its third copy: a list of formats or options ("- YAML",
+# "- JSON") that runs "- YAML - JSON - YAML - JSON ..." to the token cap. Twice can be two lists.
+SHORT_ITEM_COPIES = 3
+_LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s")
 _NUMBER = re.compile(r"^\s*\d+[.)]$")  # a list item's number, all a line holds before a break
 
 
@@ -52,11 +56,18 @@ def _key(text: str) -> str:
 
 def without_repetition(answer: str) -> str:
     """`answer` up to the first sentence (or code block) that repeats an earlier one word for
-    word, list numbers, citations and emphasis aside; unchanged when nothing repeats."""
+    word, list numbers, citations and emphasis aside, or up to the second copy of a short list
+    item that comes a third time; unchanged when nothing repeats."""
     seen: set[str] = set()
+    short_items: dict[str, list[int]] = {}  # a short list item's offsets, by its text
     for offset, text in _units(answer):
         key = _key(text)
         if len(key.split()) < MIN_WORDS:
+            if key and _LIST_ITEM.match(text):
+                copies = short_items.setdefault(key, [])
+                copies.append(offset)
+                if len(copies) == SHORT_ITEM_COPIES:
+                    return answer[: copies[1]].rstrip()  # the loop began at its second copy
             continue
         if key in seen:
             return answer[:offset].rstrip()

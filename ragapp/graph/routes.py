@@ -14,9 +14,15 @@ def start(state: RAGState) -> Literal["condense", "retrieve"]:
 
 
 def after_grade_docs(state: RAGState, limits: GraphLimits) -> Literal["generate", "broaden_query"]:
-    """Enough relevant documents: generate. Otherwise broaden, until the last retrieval."""
+    """Enough relevant documents: generate. Otherwise broaden, until the last retrieval.
+
+    A question naming something the knowledge base never mentions is not broadened: a broader
+    search cannot find the name, only passages about something else.
+    """
     if len(state.get("filtered_documents", [])) >= limits.min_relevant_docs:
         return "generate"
+    if state.get("unknown_names"):
+        return "generate"  # with nothing passed: the honest fallback
     if state.get("iteration_count", 0) < limits.max_retrievals:
         return "broaden_query"
     return "generate"  # force-pass: generate answers honestly from what passed, maybe nothing

@@ -87,6 +87,9 @@ class RAGState(TypedDict, total=False):
     seen_grades: dict[int, DocGrade]  # every verdict of this run, by chunk id (never re-judged)
     generation: str  # the current answer
     fallback: bool  # True when generation is the honest no-docs message
+    # Technical names in the question that no chunk of the knowledge base holds (the first
+    # retrieval finds them, when RAG_REFUSE_UNKNOWN_NAMES is on): the run is refused.
+    unknown_names: list[str]
     answer_grade: AnswerGrade | None
     iteration_count: Annotated[int, operator.add]  # retrievals so far
     correction_count: Annotated[int, operator.add]  # refinements so far

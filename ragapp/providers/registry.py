@@ -65,6 +65,7 @@ class ChatDeclaration:
     # the question (graph/excerpts.py); 0 shows whole chunks.
     excerpt_chars: int = 0
     answer_max_tokens: int = 0  # default RAG_ANSWER_MAX_TOKENS (0: the model's own cap)
+    refuse_unknown_names: bool = False  # default RAG_REFUSE_UNKNOWN_NAMES
 
 
 @dataclass(frozen=True)
@@ -123,6 +124,11 @@ PROVIDERS: dict[str, Provider] = {
                 # The answers asked for are concise (80-150 tokens measured); a 1.5B model at
                 # temperature 0 sometimes loops until its cap, at 30 tokens a second.
                 answer_max_tokens=320,
+                # A small model answers a question about a name the documentation never
+                # mentions from passages about something near it; the name's absence is the
+                # answer (retrieval/coverage.py, docs/graph.md "Names the knowledge base never
+                # mentions").
+                refuse_unknown_names=True,
             ),
         ),
         Provider(

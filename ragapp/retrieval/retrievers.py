@@ -16,6 +16,7 @@ from django.db.models import Q
 from ragapp.graph.state import RetrievedDoc
 from ragapp.models import Chunk
 from ragapp.providers import EmbeddingProvider
+from ragapp.retrieval.coverage import never_mentioned
 from ragapp.retrieval.text_search import bm25_chunks
 from ragapp.retrieval.vector import (
     load_chunks,
@@ -141,6 +142,7 @@ class VectorRetriever:
 
     mode = "vector"
     mentioning = staticmethod(chunks_mentioning)
+    never_mentioned = staticmethod(never_mentioned)
 
     def __init__(self, embeddings: EmbeddingProvider, *, per_document_cap: int = 0):
         self.embeddings = embeddings
@@ -186,6 +188,7 @@ class HybridRetriever:
 
     mode = "hybrid"
     mentioning = staticmethod(chunks_mentioning)
+    never_mentioned = staticmethod(never_mentioned)
 
     def __init__(
         self, embeddings: EmbeddingProvider, *, text_weight: float = 0.35, per_document_cap: int = 0

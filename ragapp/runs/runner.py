@@ -50,6 +50,7 @@ def limits_from_settings() -> GraphLimits:
         risk_veto=settings.RAG_FAITHFULNESS_RISK_VETO,
         excerpt_chars=settings.RAG_EXCERPT_CHARS,
         answer_max_tokens=settings.RAG_ANSWER_MAX_TOKENS,
+        refuse_unknown_names=settings.RAG_REFUSE_UNKNOWN_NAMES,
     )
 
 
@@ -161,7 +162,9 @@ def _finish(run, final, context, emitter, started, embedding_model) -> None:
     context_docs = final.get("context_documents", [])
     draft = final.get("generation", "")
     if final.get("fallback"):
-        status, answer, reason = QueryRun.Status.REFUSED, FALLBACK_ANSWER, "no_relevant_documents"
+        status, reason = QueryRun.Status.REFUSED, "no_relevant_documents"
+        names = final.get("unknown_names")
+        answer = unknown_names_answer(names) if names else FALLBACK_ANSWER
     elif grade is not None and grade.declined:
         status, answer, reason = QueryRun.Status.REFUSED, NOT_COVERED_ANSWER, "not_in_documents"
     elif grade is not None and grade.faithful:
@@ -228,6 +231,18 @@ NOT_COVERED_ANSWER = (
     "below: they are what the search found, not an answer. Try rephrasing the question, or check "
     "whether the relevant docs have been ingested."
 )
+
+
+def unknown_names_answer(names: list[str]) -> str:
+    """The refusal of a question that names what the knowledge base never mentions."""
+    quoted = [f"`{name}`" for name in names]
+    listed = quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]
+    return (
+        f"The documentation does not mention {listed}, so it cannot answer this question. The "
+        "closest passages are listed below: they are what the search found, not an answer."
+    )
+
+
 PASSAGES = 3  # how many of the closest passages a refusal shows
 PASSAGE_CHARS = 400
 

@@ -24,10 +24,12 @@ def _ms(payload: dict) -> str:
 def _retrieve(payload: dict) -> str:
     # Older runs have no `excerpted`; a run that cut none says nothing about it either.
     excerpted = payload.get("excerpted") or 0
+    unknown = payload.get("unknown_names") or []
     return (
         f"retrieve #{payload['iteration']}: {payload['docs_found']} documents for "
         f"'{payload['query']}' by {payload['mode']} search"
         + (f", {excerpted} shown to the model as excerpts" if excerpted else "")
+        + (f"; no document mentions {', '.join(unknown)}" if unknown else "")
         + _ms(payload)
     )
 

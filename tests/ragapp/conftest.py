@@ -76,6 +76,7 @@ def fake_chat(settings):
     settings.RAG_FAITHFULNESS_RISK_VETO = True
     settings.RAG_EXCERPT_CHARS = 0
     settings.RAG_ANSWER_MAX_TOKENS = 0
+    settings.RAG_REFUSE_UNKNOWN_NAMES = False
     clear_chat_models_cache()
     yield
     clear_chat_models_cache()

@@ -502,3 +502,35 @@ def test_the_support_lookup_never_reads_a_page_retrieval_did_not_return(
     assert grade["supporting_documents"] == []
     assert grade["problematic_claims"] == ["alpha.toml does not appear in the documents"]
     assert run.status == QueryRun.Status.REFUSED
+
+
+def test_a_question_naming_what_the_knowledge_base_never_mentions_is_refused_at_once(
+    knowledge_base, models, script
+):
+    script.relevance = lambda q, doc: 1.0  # a judge asked would pass every chunk
+    run = ask(
+        "How do I start the beta service with --turbo over QUIC?", models, refuse_unknown_names=True
+    )
+
+    # Every chunk is near the question, but none can answer it: no judge, no broadening.
+    assert kinds(run) == ["retrieve", "grade", "grade", "grade_docs", "generate", "answer", "done"]
+    assert payloads(run, "retrieve")[0]["unknown_names"] == ["--turbo", "QUIC"]
+    assert all(
+        g["score"] is None and not g["passed"] and "names --turbo and QUIC" in g["reasoning"]
+        for g in payloads(run, "grade")
+    )
+    assert script.calls == []
+    assert run.status == QueryRun.Status.REFUSED
+    assert run.answer.startswith("The documentation does not mention `--turbo` and `QUIC`")
+    meta = run.response_metadata
+    assert meta["refusal_reason"] == "no_relevant_documents" and meta["passages"]
+
+
+def test_a_question_whose_names_the_knowledge_base_holds_is_answered_as_before(
+    knowledge_base, models, script
+):
+    script.relevance = lambda question, doc: 0.9 if "beta" in doc.lower() else 0.1
+    run = ask("Does `beta serve` take --prefix?", models, refuse_unknown_names=True)
+
+    assert payloads(run, "retrieve")[0]["unknown_names"] == []
+    assert "grade_answer" in kinds(run)

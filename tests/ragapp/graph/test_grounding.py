@@ -298,6 +298,21 @@ def test_an_answer_that_opens_by_announcing_a_pruned_command_prunes_to_nothing()
     assert prune(answer, [f"-importkeystore{MISSING}"]) == ""
 
 
+def test_an_answer_that_opens_with_a_command_keeps_it_when_only_its_description_is_doubted():
+    answer = (
+        "To start the server without the bundled docs, run:\n\n"
+        "```bash\nuv run python manage.py serve --no-ingest\n```\n\n"
+        "This command tells the server to skip loading the documentation. [1]"
+    )
+    doubted = "This command tells the server to skip loading the documentation."
+    assert prune(answer, [doubted]) == (
+        "To start the server without the bundled docs, run:\n\n"
+        "```bash\nuv run python manage.py serve --no-ingest\n```"
+    )
+    # The command itself unsupported: that was the answer, and nothing is left.
+    assert prune(answer, [f"--no-ingest{MISSING}"]) == ""
+
+
 def test_supporting_picks_the_fewest_texts_that_hold_the_most_terms():
     from ragapp.graph.grounding import supporting
 

@@ -55,3 +55,13 @@ def test_a_loop_whose_citations_count_up_is_still_a_loop():
     assert without_repetition(answer) == (
         "1. Install Git LFS [2].\n\n2. Use Git LFS to track PSD files in the repository. [7]"
     )
+
+
+def test_short_list_items_looping_are_cut_at_the_second_copy():
+    answer = "Formats:\n\n- Markdown\n- HTML\n- YAML\n- JSON\n- YAML\n- JSON\n- YAML\n- JSON\n-"
+    assert without_repetition(answer) == "Formats:\n\n- Markdown\n- HTML\n- YAML\n- JSON"
+
+
+def test_a_short_list_item_may_come_twice():
+    answer = "Reading:\n- `-in`\n- `-out`\n\nWriting:\n- `-in`\n- `-out`"
+    assert without_repetition(answer) == answer

@@ -1,0 +1,48 @@
+"""The names a question asks about that the knowledge base never mentions."""
+
+import pytest
+
+from ragapp.retrieval.coverage import never_mentioned, technical_names
+
+
+@pytest.mark.parametrize(
+    ("question", "names"),
+    [
+        # Flags, snake_case, dotted names, code spans.
+        ("Does pg_basebackup take --incremental?", ["pg_basebackup", "--incremental"]),
+        ("What is -not_after for?", ["-not_after"]),
+        ("How do I set auto_explain.log_min_duration?", ["auto_explain.log_min_duration"]),
+        ("What does `serve` do?", ["serve"]),
+        # Acronyms of three or more capitals, names with letters and digits (dash or not).
+        ("Can s_client use QUIC or X25519MLKEM768?", ["s_client", "QUIC", "X25519MLKEM768"]),
+        ("How do I sign with ML-DSA-65 or Argon2?", ["ML-DSA-65", "Argon2"]),
+        # Not names: quantities, a file's extension, two capitals, version tags, hyphenated
+        # words, plain numbers and words.
+        ("I need a 32-byte secret from a .p7b file for our CI.", []),
+        ("Does v2 keep append-only tables for 30 days?", []),
+        ("HOW DO I RESET MY PASSWORD?", []),
+        # Each name once, whatever its case.
+        ("Is TLS the same as tls in TLS 1.3?", ["TLS"]),
+    ],
+)
+def test_technical_names(question, names):
+    assert technical_names(question) == names
+
+
+def test_never_mentioned_is_whole_tokens_in_the_knowledge_base(knowledge_base):
+    # alpha.toml, --prefix and "Alpha" (a heading) are there; the installer's flag alone, with a
+    # dash dropped or doubled differently, is not the same name.
+    assert never_mentioned(["alpha.toml", "--prefix", "Alpha", "-prefix", "beta.toml"]) == [
+        "-prefix",
+        "beta.toml",
+    ]
+    assert never_mentioned([]) == []
+
+
+def test_a_dash_in_a_name_may_be_left_out(knowledge_base):
+    from ragapp.models import Chunk
+
+    chunk = Chunk.objects.first()
+    chunk.text += " Signatures use SHA256."
+    chunk.save()
+    assert never_mentioned(["SHA-256", "SHA-512"]) == ["SHA-512"]
