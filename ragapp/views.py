@@ -12,6 +12,7 @@ from django.views.decorators.http import require_http_methods
 
 from ingestion.services import source_path_for
 from ragapp.forms import AskForm, FeedbackForm, FollowUpForm, HistoryFilterForm
+from ragapp.graph.prompts import listed
 from ragapp.models import QueryRun, Thread
 from ragapp.rendering import render_markdown, render_plain
 from ragapp.runs.submit import RunLimitReached, run_submit
@@ -349,6 +350,9 @@ def _answer_context(request, run: QueryRun, *, with_feedback: bool) -> dict:
     passages = [_for_display(p, score=p.get("relevance")) for p in meta.get("passages", [])]
     reason = meta.get("refusal_reason") or "unfaithful"
     refusal = REFUSAL_SENTENCES.get(reason, REFUSAL_SENTENCES["unfaithful"])
+    if meta.get("unknown_names"):
+        # The question named what no page holds: say what, not only that nothing was relevant.
+        refusal = f"The documentation does not mention {listed(meta['unknown_names'])}."
     refused = run.status == QueryRun.Status.REFUSED
     context = {
         "run": run,

@@ -27,7 +27,7 @@ class GoldenItem:
     question: str
     answerable: bool
     sources: tuple[str, ...] = ()
-    facts: tuple[str, ...] = ()
+    facts: tuple[str | tuple[str, ...], ...] = ()  # a tuple is one fact's alternatives
     section: str = ""
     line: int = 0
     extra: dict = field(default_factory=dict, compare=False)
@@ -44,9 +44,12 @@ def _problems(data: object) -> list[str]:
             problems.append(f"{key!r} must be {kind.__name__}, not {type(data[key]).__name__}")
     if problems:
         return problems
-    for key in ("sources", "facts"):
-        if not all(isinstance(v, str) and v.strip() for v in data[key]):
-            problems.append(f"{key!r} must hold non-empty strings")
+    if not all(isinstance(v, str) and v.strip() for v in data["sources"]):
+        problems.append("'sources' must hold non-empty strings")
+    if not all(_is_fact(v) for v in data["facts"]):
+        problems.append(
+            "'facts' must hold non-empty strings, or lists of two or more of them (alternatives)"
+        )
     if not data["question"].strip():
         problems.append("'question' is empty")
     if not data["id"].strip():
@@ -61,6 +64,12 @@ def _problems(data: object) -> list[str]:
         # `export_golden` marks what only a person can write; scoring without it would mislead.
         problems.append(f"unfinished: {data['todo']} (then delete its 'todo' key)")
     return problems
+
+
+def _is_fact(value: object) -> bool:
+    if isinstance(value, list):
+        return len(value) > 1 and all(isinstance(v, str) and v.strip() for v in value)
+    return isinstance(value, str) and bool(value.strip())
 
 
 def load_golden(path: Path) -> list[GoldenItem]:
@@ -91,7 +100,7 @@ def load_golden(path: Path) -> list[GoldenItem]:
                 question=data["question"],
                 answerable=data["answerable"],
                 sources=tuple(data["sources"]),
-                facts=tuple(data["facts"]),
+                facts=tuple(f if isinstance(f, str) else tuple(f) for f in data["facts"]),
                 section=data.get("section", ""),
                 line=number,
                 extra={k: v for k, v in data.items() if k not in REQUIRED and k != "section"},

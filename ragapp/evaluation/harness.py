@@ -16,6 +16,7 @@ from django.conf import settings
 
 from ragapp.evaluation.golden import GoldenItem
 from ragapp.evaluation.metrics import (
+    fact_label,
     fact_present,
     facts_accuracy,
     recall_at_k,
@@ -166,7 +167,9 @@ def _answer(item: GoldenItem, result: QuestionResult, evaluation: Evaluation | N
     result.cost_usd = meta.get("cost_usd")
     if item.answerable:
         answered = run.status == QueryRun.Status.ANSWERED
-        result.facts = {fact: answered and fact_present(fact, run.answer) for fact in item.facts}
+        result.facts = {
+            fact_label(fact): answered and fact_present(fact, run.answer) for fact in item.facts
+        }
         result.facts_ok = answered and facts_accuracy(item.facts, run.answer)
     for event in run.events.order_by("seq"):
         if event.kind == "broaden":

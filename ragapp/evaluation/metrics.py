@@ -17,21 +17,45 @@ def normalize(text: str) -> str:
     return _SPACE.sub(" ", _DIGIT_GROUP.sub("", text)).strip()
 
 
-def fact_present(fact: str, answer: str) -> bool:
-    """Whether `answer` states `fact`: case- and whitespace-insensitive; numbers whole.
+# A fact, or its alternatives: a golden line may give ["-t", "--table"] for one fact.
+Fact = str | tuple[str, ...]
+
+
+def fact_label(fact: Fact) -> str:
+    """How a report names `fact`: "-t", or "-t or --table"."""
+    return fact if isinstance(fact, str) else " or ".join(fact)
+
+
+def fact_present(fact: Fact, answer: str) -> bool:
+    """Whether `answer` states `fact` (any one of its alternatives): case- and
+    whitespace-insensitive; numbers and options whole.
 
     "10" is found in "retries 10 times" but not in "100" or "10.5", so a number at either end
-    of the fact must not continue into more digits in the answer.
+    of the fact must not continue into more digits in the answer. An option is a whole token:
+    "-subj" is not in "-subject", nor "-t" in "--table" (the golden line lists both forms when
+    both are right).
     """
+    if not isinstance(fact, str):
+        return any(fact_present(alternative, answer) for alternative in fact)
     wanted = normalize(fact)
     if not wanted:
         return False
-    before = r"(?<![\d])(?<!\d[.,])" if wanted[0].isdigit() else ""
-    after = r"(?![\d])(?![.,]\d)" if wanted[-1].isdigit() else ""
+    if wanted[0] == "-":
+        before = r"(?<![\w-])"
+    elif wanted[0].isdigit():
+        before = r"(?<![\d])(?<!\d[.,])"
+    else:
+        before = ""
+    if wanted[0] == "-" and (wanted[-1].isalnum() or wanted[-1] == "_"):
+        after = r"(?![\w-])"
+    elif wanted[-1].isdigit():
+        after = r"(?![\d])(?![.,]\d)"
+    else:
+        after = ""
     return re.search(before + re.escape(wanted) + after, normalize(answer)) is not None
 
 
-def facts_accuracy(facts: Sequence[str], answer: str) -> bool:
+def facts_accuracy(facts: Sequence[Fact], answer: str) -> bool:
     """True when every fact is present (a question with no facts counts as correct)."""
     return all(fact_present(fact, answer) for fact in facts)
 

@@ -28,7 +28,7 @@ from ragapp.graph.judges import (
 )
 from ragapp.graph.repetition import without_repetition
 from ragapp.graph.state import AnswerGrade, DocGrade, RAGState, RetrievedDoc, usable_numbers
-from ragapp.retrieval.coverage import technical_names
+from ragapp.retrieval.coverage import UNKNOWN_NAMES_REASON, technical_names
 from ragapp.trace.kinds import EventKind
 
 
@@ -315,18 +315,15 @@ def _in_pool(ctx: GraphContext, question: str, context: list[RetrievedDoc], n: i
 
 
 def _never_mentioned(doc: RetrievedDoc, names: list[str]) -> DocGrade:
+    named = prompts.listed(names)
     return DocGrade(
         doc=doc,
         score=None,
         relevant=False,
-        reasoning=f"not asked: the question names {_listed(names)}, which no document in the "
-        "knowledge base mentions",
+        reasoning=f"{UNKNOWN_NAMES_REASON} {named}, which no document in the knowledge base "
+        "mentions",
         passed=False,
     )
-
-
-def _listed(names: list[str]) -> str:
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def _prefiltered(doc: RetrievedDoc, floor: float) -> DocGrade:

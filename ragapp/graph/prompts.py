@@ -133,9 +133,13 @@ def _answer(text: str) -> str:
     return "<answer>\n" + defuse(text) + "\n</answer>"
 
 
-def _numbers(usable: list[int]) -> str:
-    names = [f"[{n}]" for n in usable]
+def listed(names: list[str]) -> str:
+    """`names` as a sentence lists them: "a", "a and b", "a, b and c"."""
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _numbers(usable: list[int]) -> str:
+    return listed([f"[{n}]" for n in usable])
 
 
 def _only(docs: list[RetrievedDoc], usable: list[int] | None) -> str:

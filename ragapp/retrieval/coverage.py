@@ -45,6 +45,8 @@ _VERSION_TAG = re.compile(r"v\d+(?:[.-]\w+)*", re.IGNORECASE)
 _MOSTLY_CAPITALS = 0.6
 # The most names one question is checked for (each may scan the chunks).
 MAX_TERMS = 8
+# How a chunk's grade starts when it was not judged for this reason (the trace lines say why).
+UNKNOWN_NAMES_REASON = "not asked: the question names"
 
 
 def technical_names(question: str) -> list[str]:

@@ -17,7 +17,7 @@ from django.db import close_old_connections, connections, transaction
 from ragapp.graph.builder import build_graph
 from ragapp.graph.context import ChatModels, GraphContext, GraphLimits
 from ragapp.graph.grounding import MISSING
-from ragapp.graph.prompts import FALLBACK_ANSWER
+from ragapp.graph.prompts import FALLBACK_ANSWER, listed
 from ragapp.graph.state import usable_numbers
 from ragapp.models import QueryRun
 from ragapp.observability.instrument import observed_run
@@ -189,6 +189,8 @@ def _finish(run, final, context, emitter, started, embedding_model) -> None:
         sources=sources,
         passages=closest_passages(final) if status == QueryRun.Status.REFUSED else [],
         draft_answer=draft if reason in ("unfaithful", "not_in_documents") else "",
+        # The question's names that no chunk holds, when that is why it was refused.
+        unknown_names=final.get("unknown_names", []) if final.get("fallback") else [],
         # What was answered, when it is not the question as asked (a condensed follow-up).
         standalone_question=final["original_query"] if final.get("asked_query") else "",
     )
@@ -235,10 +237,9 @@ NOT_COVERED_ANSWER = (
 
 def unknown_names_answer(names: list[str]) -> str:
     """The refusal of a question that names what the knowledge base never mentions."""
-    quoted = [f"`{name}`" for name in names]
-    listed = quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]
+    quoted = listed([f"`{name}`" for name in names])
     return (
-        f"The documentation does not mention {listed}, so it cannot answer this question. The "
+        f"The documentation does not mention {quoted}, so it cannot answer this question. The "
         "closest passages are listed below: they are what the search found, not an answer."
     )
 

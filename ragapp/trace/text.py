@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ragapp.retrieval.coverage import UNKNOWN_NAMES_REASON
 from ragapp.trace.kinds import EventKind
 
 
@@ -38,6 +39,9 @@ def _grade(payload: dict) -> str:
     verdict = "kept" if payload["passed"] else "filtered out"
     score = payload["score"]
     relevance = "not asked" if score is None else f"relevance {score:.2f}"
+    reasoning = payload.get("reasoning") or ""
+    if score is None and reasoning.startswith(UNKNOWN_NAMES_REASON):
+        relevance = reasoning  # "not asked: the question names QUIC, which no document ..."
     return (
         f"grading document {payload['index']} of {payload['total']} ... {relevance}, "
         f"{verdict} - {_where(payload['document'])}"

@@ -53,6 +53,16 @@
   }
   var refusalReasons = { no_relevant_documents: "no relevant documents", not_in_documents: "not in the documents", unfaithful: "not faithful" };
 
+  // Why the judge was not asked about a chunk: the question named what no page holds (the
+  // grade's reason says which names), or else the retrieval gate had its answer already.
+  function notAskedWhy(reasoning) {
+    var prefix = "not asked: the question names ";
+    if (typeof reasoning === "string" && reasoning.indexOf(prefix) === 0) {
+      return reasoning.slice("not asked: ".length);
+    }
+    return "a document ranked above passed first";
+  }
+
   // One readable line per event; textContent only, so nothing in a payload is ever HTML.
   function describe(e) {
     var p = e.payload || {};
@@ -60,7 +70,7 @@
       case "reuse": return "answered earlier: the verified answer of run " + p.reused_run + (p.match === "exact" ? " (the same question)" : " (a question " + Number(p.similarity).toFixed(2) + " similar)") + ", knowledge base version " + p.index_version + "; no model was called";
       case "condense": return p.fallback ? "kept the follow-up as asked: " + p.reason + " — “" + p.original_question + "”" : "made the follow-up standalone: “" + p.original_question + "” → “" + p.standalone_question + "”" + ms(p) + (p.reason ? " (" + p.reason + ")" : "");
       case "retrieve": return "retrieve #" + p.iteration + ": " + p.docs_found + " documents for “" + p.query + "”" + (p.excerpted ? ", " + p.excerpted + " shown to the model as excerpts" : "") + (p.unknown_names && p.unknown_names.length ? "; no document mentions " + p.unknown_names.join(", ") : "") + ms(p);
-      case "grade": return "grading document " + p.index + " of " + p.total + " … " + (p.score == null ? "not asked (a document ranked above passed first)" : relevanceWord(Number(p.score)) + " relevance") + ", " + (p.passed ? "kept" : "filtered out") + " — " + where(p.document);
+      case "grade": return "grading document " + p.index + " of " + p.total + " … " + (p.score == null ? "not asked (" + notAskedWhy(p.reasoning) + ")" : relevanceWord(Number(p.score)) + " relevance") + ", " + (p.passed ? "kept" : "filtered out") + " — " + where(p.document);
       case "grade_docs": return p.passed + " of " + p.total + " documents passed" + ms(p);
       case "broaden": return "broadened the query: “" + p.old_query + "” → “" + p.new_query + "”";
       case "generate": return p.fallback ? "no relevant documents: honest fallback, no model call" : "generated an answer from " + (p.sources || []).length + " documents" + ms(p);

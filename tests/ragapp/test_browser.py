@@ -106,6 +106,23 @@ def test_a_refusal_still_shows_the_closest_passages(server, browser):
     page.screenshot(path=str(ARTIFACTS / "refusal-passages-phone.png"), full_page=True)
 
 
+@pytest.mark.parametrize("server", [{"RAG_REFUSE_UNKNOWN_NAMES": "true"}], indirect=True)
+def test_a_question_naming_what_the_docs_never_mention_is_told_so(server, browser):
+    page = ask_on_a_desktop(browser, server, "How do I configure SAML for the billing portal?")
+
+    page.wait_for_selector(".answer-card.refused", timeout=60_000)
+    answer = page.inner_text("#answer")
+    assert "The documentation does not mention SAML" in answer, answer
+    assert "Closest passages" in answer and page.locator(".passages li").count() >= 1
+    trace = page.inner_text("#trace")
+    assert "no document mentions SAML" in trace and "broaden" not in trace
+    assert "not asked (the question names SAML, which no document" in trace
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "refusal-unknown-name.png"), full_page=True)
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.screenshot(path=str(ARTIFACTS / "refusal-unknown-name-phone.png"), full_page=True)
+
+
 @pytest.mark.parametrize("server", [{"RAG_RELEVANCE_JUDGE": "logprobs"}], indirect=True)
 def test_the_trace_says_which_chunks_the_retrieval_gate_did_not_ask_about(
     server, browser, tmp_path

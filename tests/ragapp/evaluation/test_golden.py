@@ -44,12 +44,13 @@ def test_every_bad_line_is_named(tmp_path):
             {**GOOD, "id": "q6", "answerable": False},
             {**GOOD, "id": "q7", "facts": [""]},
             GOOD,
+            {**GOOD, "id": "q9", "facts": [["--only-one"]]},
         ],
     )
     with pytest.raises(GoldenFileError) as caught:
         load_golden(path)
     message = str(caught.value)
-    assert "8 bad line(s)" in message
+    assert "9 bad line(s)" in message
     for expected in [
         "line 2: not valid JSON",
         "line 3: not a JSON object",
@@ -59,6 +60,7 @@ def test_every_bad_line_is_named(tmp_path):
         "line 7: an unanswerable question has no sources and no facts",
         "line 8: 'facts' must hold non-empty strings",
         "line 9: id 'q1' repeats line 1",
+        "line 10: 'facts' must hold non-empty strings, or lists of two or more of them",
     ]:
         assert expected in message
 
@@ -95,3 +97,9 @@ def test_every_fact_of_the_docs_golden_set_is_still_in_its_source():
             if not any(fact_present(fact, text) for text in texts)
         ]
     assert not stale, stale
+
+
+def test_a_fact_may_list_its_alternatives(tmp_path):
+    line = {**GOOD, "facts": [["-t", "--table"], "pg_restore"]}
+    (item,) = load_golden(write(tmp_path, [line]))
+    assert item.facts == (("-t", "--table"), "pg_restore")

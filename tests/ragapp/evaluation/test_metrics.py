@@ -34,10 +34,27 @@ from ragapp.evaluation.report import compare
         ("GIN index", "a gin  index", True),
         ("", "anything", False),
         ("port 9000", "port 90001", False),
+        # An option is a whole token: not the start of a longer one, nor a short one in a long.
+        ("-subj", "Pass -subject instead.", False),
+        ("-subj", "Pass -subj '/CN=a'.", True),
+        ("-t", "pg_restore --table=orders", False),
+        ("-t", "pg_restore -t orders", True),
+        ("-1", "Set it to -10.", False),
+        ("-1", "Set it to -1.", True),
+        # Alternatives: any one of them.
+        (("-t", "--table"), "pg_restore --table=orders", True),
+        (("-noenc", "-nodes"), "openssl req -new -nodes", True),
+        (("-noenc", "-nodes"), "openssl req -new", False),
     ],
 )
 def test_fact_matching(fact, answer, found):
     assert fact_present(fact, answer) is found
+
+
+def test_a_fact_with_alternatives_is_named_by_all_of_them():
+    from ragapp.evaluation.metrics import fact_label
+
+    assert fact_label(("-t", "--table")) == "-t or --table" and fact_label("-t") == "-t"
 
 
 def test_all_facts_must_be_present():

@@ -27,6 +27,14 @@ def test_a_grade_says_its_relevance_or_that_the_judge_was_not_asked():
     assert "... not asked, kept" in describe("grade", {**GRADE, "score": None})
 
 
+def test_a_question_naming_what_no_document_mentions_says_so_in_its_trace():
+    line = describe("retrieve", {**RETRIEVE, "unknown_names": ["QUIC", "-grade"]})
+    assert line.endswith("by hybrid search; no document mentions QUIC, -grade")
+    reason = "not asked: the question names QUIC, which no document in the knowledge base mentions"
+    grade = describe("grade", {**GRADE, "score": None, "passed": False, "reasoning": reason})
+    assert f"... {reason}, filtered out - a.md" in grade
+
+
 CHECK = {"faithful": True, "faithfulness_score": 0.61, "hallucination_risk": "low"}
 
 
