@@ -33,6 +33,24 @@ def test_ask_prints_trace_answer_and_sources(tmp_path, fake_chat):
     assert QueryRun.objects.get().status == QueryRun.Status.ANSWERED
 
 
+@pytest.mark.django_db(transaction=True)
+def test_ask_says_which_names_no_page_mentions_and_prints_unjudged_passages(
+    tmp_path, fake_chat, settings
+):
+    settings.RAG_REFUSE_UNKNOWN_NAMES = True
+    (tmp_path / "guide.md").write_text(
+        "# Guide\n\n## Restart\n\nRestart the worker with `systemctl restart worker`.\n"
+    )
+    call_command("ingest_docs", str(tmp_path), stdout=StringIO(), stderr=StringIO())
+    out = StringIO()
+    call_command("ask", "How do I restart the worker with --graceful?", stdout=out)
+    text = out.getvalue()
+    assert "no document mentions --graceful" in text
+    assert "The documentation does not mention `--graceful`" in text
+    assert "Verdict: refused (no_relevant_documents)" in text
+    assert "guide.md > Guide > Restart (not judged)" in text
+
+
 def test_ask_rejects_an_empty_question(fake_chat):
     with pytest.raises(CommandError, match="empty"):
         call_command("ask", "   ", stdout=StringIO())

@@ -78,9 +78,13 @@ class Command(BaseCommand):
         if passages := meta.get("passages"):
             self.stdout.write("Closest passages (what the search found, not an answer):")
             for passage in passages:
+                # A chunk the judge was not asked about (the retrieval gate, a name no page
+                # holds) has no relevance score.
+                score = passage.get("relevance")
+                relevance = "not judged" if score is None else f"relevance {score:.2f}"
                 self.stdout.write(
-                    f"  - {_where(passage)} > {passage['heading_path']} "
-                    f"(relevance {passage['relevance']:.2f})\n    {passage['excerpt']}"
+                    f"  - {_where(passage)} > {passage['heading_path']} ({relevance})\n"
+                    f"    {passage['excerpt']}"
                 )
         tokens = sum(t["input"] + t["output"] for t in meta.get("tokens", {}).values())
         self.stdout.write(
