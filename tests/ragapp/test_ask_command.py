@@ -13,13 +13,18 @@ from ragapp.services import run_create
 pytestmark = pytest.mark.django_db
 
 
+def ingest_a_guide(folder) -> None:
+    """One page, "Guide > Restart", ingested from `folder`."""
+    (folder / "guide.md").write_text(
+        "# Guide\n\n## Restart\n\nRestart the worker with `systemctl restart worker`.\n"
+    )
+    call_command("ingest_docs", str(folder), stdout=StringIO(), stderr=StringIO())
+
+
 # Events are published after their rows commit; a real transaction lets that happen here.
 @pytest.mark.django_db(transaction=True)
 def test_ask_prints_trace_answer_and_sources(tmp_path, fake_chat):
-    (tmp_path / "guide.md").write_text(
-        "# Guide\n\n## Restart\n\nRestart the worker with `systemctl restart worker`.\n"
-    )
-    call_command("ingest_docs", str(tmp_path), stdout=StringIO(), stderr=StringIO())
+    ingest_a_guide(tmp_path)
     out = StringIO()
     call_command("ask", "How do I restart the worker?", stdout=out)
     text = out.getvalue()
@@ -38,10 +43,7 @@ def test_ask_says_which_names_no_page_mentions_and_prints_unjudged_passages(
     tmp_path, fake_chat, settings
 ):
     settings.RAG_REFUSE_UNKNOWN_NAMES = True
-    (tmp_path / "guide.md").write_text(
-        "# Guide\n\n## Restart\n\nRestart the worker with `systemctl restart worker`.\n"
-    )
-    call_command("ingest_docs", str(tmp_path), stdout=StringIO(), stderr=StringIO())
+    ingest_a_guide(tmp_path)
     out = StringIO()
     call_command("ask", "How do I restart the worker with --graceful?", stdout=out)
     text = out.getvalue()
@@ -61,10 +63,7 @@ def test_ask_rejects_an_empty_question(fake_chat):
 
 @pytest.mark.django_db(transaction=True)
 def test_ask_continues_a_thread_and_prints_the_condense_line(tmp_path, fake_chat):
-    (tmp_path / "guide.md").write_text(
-        "# Guide\n\n## Restart\n\nRestart the worker with `systemctl restart worker`.\n"
-    )
-    call_command("ingest_docs", str(tmp_path), stdout=StringIO(), stderr=StringIO())
+    ingest_a_guide(tmp_path)
     out = StringIO()
     call_command("ask", "How do I restart the worker?", stdout=out)
     first = QueryRun.objects.get()
