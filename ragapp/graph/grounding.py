@@ -346,7 +346,8 @@ def prune(answer: str, claims: list[str]) -> str:
     A flagged claim is either a sentence of the answer, as `answer_claims` wrote it, or a
     specific reported as "<term> does not appear in the documents": every sentence or code
     block that holds that term goes. What is left was each judged stated by the documents.
-    An answer whose opening claim is flagged prunes to nothing.
+    An answer whose opening is flagged prunes to nothing: its first claim, or its first code
+    block when no sentence before that block states anything.
     """
     terms = [c.removesuffix(MISSING).casefold() for c in claims if c.endswith(MISSING)]
     sentences = {c for c in claims if not c.endswith(MISSING)}

@@ -46,7 +46,7 @@ _VERSION_TAG = re.compile(r"v\d+(?:[.-]\w+)*", re.IGNORECASE)
 # A question written in capitals is shouted, not full of acronyms.
 _MOSTLY_CAPITALS = 0.6
 # The most names one question is checked for (each may scan the chunks).
-MAX_TERMS = 8
+MAX_NAMES = 8
 # How a chunk's grade starts when it was not judged for this reason (the trace lines say why).
 UNKNOWN_NAMES_REASON = "not asked: the question names"
 
@@ -62,7 +62,7 @@ def technical_names(question: str) -> list[str]:
             continue
         if name.casefold() not in {n.casefold() for n in names}:
             names.append(name)
-    return names[:MAX_TERMS]
+    return names[:MAX_NAMES]
 
 
 def _is_name(word: str, question: str, start: int, shouted: bool) -> bool:
