@@ -47,7 +47,7 @@ def fact_present(fact: Fact, answer: str) -> bool:
     else:
         before = ""
     if wanted[0] == "-" and (wanted[-1].isalnum() or wanted[-1] == "_"):
-        after = r"(?![\w-])"
+        after = r"(?![\w-])(?![.,]\d)"  # -1 is not in -10 or -1.5
     elif wanted[-1].isdigit():
         after = r"(?![\d])(?![.,]\d)"
     else:

@@ -66,7 +66,7 @@ def technical_names(question: str) -> list[str]:
 
 
 def _is_name(word: str, question: str, start: int, shouted: bool) -> bool:
-    word = word.rstrip(".-")
+    # `word` starts with a letter and ends with a letter or digit (`_SHAPES`).
     if start and question[start - 1] == ".":
         return False  # a file's extension (.p7b): the user's own file type
     if _VERSION_TAG.fullmatch(word):
@@ -74,7 +74,7 @@ def _is_name(word: str, question: str, start: int, shouted: bool) -> bool:
     return bool(
         (_ACRONYM.fullmatch(word) and not shouted)
         or _SNAKE.fullmatch(word)
-        or (_DOTTED.fullmatch(word) and not word.replace(".", "").isdigit())
+        or _DOTTED.fullmatch(word)
         or _WITH_DIGITS.fullmatch(word)
     )
 

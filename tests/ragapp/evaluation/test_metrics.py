@@ -40,6 +40,7 @@ from ragapp.evaluation.report import compare
         ("-t", "pg_restore --table=orders", False),
         ("-t", "pg_restore -t orders", True),
         ("-1", "Set it to -10.", False),
+        ("-1", "Set it to -1.5 first.", False),
         ("-1", "Set it to -1.", True),
         # Alternatives: any one of them.
         (("-t", "--table"), "pg_restore --table=orders", True),
