@@ -23,47 +23,30 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 MODES = ("none", "ngram-simple", "ngram-map-k", "draft")
-_RUNNING = []  # each server stops when its handle is collected: keep them for the run
 
 
-def server(mode: str):
-    """A ChatOpenAI client on a fresh server of the 1.5B model with speculation `mode`."""
+def speculation(mode: str):
+    """A function that sets llama.cpp's parameters for speculation `mode` (the server's hook)."""
     import xllamacpp
-    from langchain_openai import ChatOpenAI
 
-    from ragapp.providers import local_llm
+    from ragapp.providers.local_llm import model_path
 
-    original = xllamacpp.CommonParams
+    kinds = xllamacpp.common_speculative_type
 
-    def params():
-        p = original()
-        kinds = xllamacpp.common_speculative_type
+    def configure(params) -> None:
         if mode == "ngram-simple":
-            p.speculative.types = [kinds.COMMON_SPECULATIVE_TYPE_NGRAM_SIMPLE]
+            params.speculative.types = [kinds.COMMON_SPECULATIVE_TYPE_NGRAM_SIMPLE]
         elif mode == "ngram-map-k":
-            p.speculative.types = [kinds.COMMON_SPECULATIVE_TYPE_NGRAM_MAP_K]
-            p.speculative.ngram_map_k.size_n, p.speculative.ngram_map_k.size_m = 4, 16
+            params.speculative.types = [kinds.COMMON_SPECULATIVE_TYPE_NGRAM_MAP_K]
+            params.speculative.ngram_map_k.size_n, params.speculative.ngram_map_k.size_m = 4, 16
         elif mode == "draft":
-            p.speculative.types = [kinds.COMMON_SPECULATIVE_TYPE_DRAFT_SIMPLE]
-            draft = p.speculative.draft
-            draft.mparams.path = str(local_llm.model_path("qwen2.5-coder-0.5b"))
+            params.speculative.types = [kinds.COMMON_SPECULATIVE_TYPE_DRAFT_SIMPLE]
+            draft = params.speculative.draft
+            draft.mparams.path = str(model_path("qwen2.5-coder-0.5b"))
             draft.cpuparams.n_threads = draft.cpuparams_batch.n_threads = os.cpu_count() or 2
             draft.n_max, draft.n_min, draft.p_min = 8, 0, 0.75
-        return p
 
-    xllamacpp.CommonParams = params
-    try:
-        running = local_llm._start("qwen2.5-coder-1.5b")
-    finally:
-        xllamacpp.CommonParams = original
-    _RUNNING.append(running)
-    return ChatOpenAI(
-        model="qwen2.5-coder-1.5b",
-        api_key=running.api_key,
-        base_url=running.base_url,
-        temperature=0,
-        timeout=600,
-    )
+    return configure
 
 
 def main() -> dict:
@@ -79,11 +62,12 @@ def main() -> dict:
 
     django.setup()
     from django.conf import settings
+    from langchain_openai import ChatOpenAI
 
     from ragapp.evaluation.golden import load_golden
     from ragapp.graph import prompts
     from ragapp.graph.excerpts import EXCERPT_COMPANIONS, focused
-    from ragapp.providers import get_embeddings
+    from ragapp.providers import get_embeddings, local_llm
     from ragapp.retrieval.retrievers import build_retriever
 
     embeddings = get_embeddings()
@@ -97,7 +81,15 @@ def main() -> dict:
     modes = ["none", *[m for m in args.modes if m != "none"]]  # the baseline first
     results: dict[str, dict] = {}
     for mode in modes:
-        model = server(mode)
+        # One server at a time: the handle is dropped after its mode, which stops the server.
+        running = local_llm._start("qwen2.5-coder-1.5b", configure=speculation(mode))
+        model = ChatOpenAI(
+            model=running.name,
+            api_key=running.api_key,
+            base_url=running.base_url,
+            temperature=0,
+            timeout=600,
+        )
         seconds, tokens, texts = 0.0, 0, []
         for question, docs in shown:
             model.invoke(prompts.relevance_yes_no_messages(question, docs, 1), max_tokens=1)
@@ -106,6 +98,7 @@ def main() -> dict:
             seconds += time.perf_counter() - started
             tokens += reply.response_metadata.get("token_usage", {}).get("completion_tokens", 0)
             texts.append(reply.content)
+        del model, running
         base = results.get("none")
         results[mode] = {
             "seconds": round(seconds, 1),

@@ -19,6 +19,7 @@ import socket
 import threading
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -168,7 +169,12 @@ def local_server(name: str) -> LocalServer:
         return _servers[name]
 
 
-def _start(name: str) -> LocalServer:
+def _start(name: str, configure: Callable[[object], None] | None = None) -> LocalServer:
+    """A new server for model `name`; `configure` may adjust its llama.cpp parameters last.
+
+    Only `local_server` keeps servers: a caller of this one holds its handle, and the server
+    stops when the handle is collected (bench/speculative.py starts one per mode).
+    """
     # Imported on first use: the health check imports this module too, and must not load
     # llama.cpp to report on it.
     import xllamacpp
@@ -191,6 +197,8 @@ def _start(name: str) -> LocalServer:
     params.cache_prompt = True
     params.warmup = False
     params.verbosity = -1  # llama.cpp logs every request to stderr otherwise
+    if configure is not None:
+        configure(params)
     started = time.perf_counter()
     handle = xllamacpp.Server(params)
     server = LocalServer(
