@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def main() -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("golden", type=Path)
-    parser.add_argument("--budgets", default="300,400")
+    parser.add_argument("--budgets", default="250,300")
     parser.add_argument("--cut-first", action="store_true", help="cut the first chunk too")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
