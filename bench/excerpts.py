@@ -3,11 +3,9 @@
 For every answerable question of a golden set, against the knowledge base in RAG_DATA_DIR
 (build it first: docs/evaluation.md, "The golden sets"), the graph's first retrieval is made
 with the product's retriever, each hit carrying its document's next-best chunk (its companion).
-Then, for each budget (`RAG_EXCERPT_CHARS`), the excerpts are cut as the graph cuts them: the
-first chunk whole (`--cut-first` cuts it too), followed by an excerpt of its companions; every
-other chunk cut, with its companion, to the budget. Three rows a budget: no companions (0), the
-ranked companion (1), and the graph's default (1+8): the first hit also draws on its page's best
-chunks ranked within the page, in an excerpt of up to FIRST_EXCERPT_CHARS.
+Then, for each budget (`RAG_EXCERPT_CHARS`) and with and without the companions, the excerpts
+are cut as the graph cuts them: the first chunk whole (`--cut-first` cuts it too), followed by
+an excerpt of its companion; every other chunk cut, with its companion, to the budget.
 
 - **facts shown**: the answerable questions whose expected facts are all in what the model is
   shown (the excerpts and each chunk's section, as prompts.py shows them), against the same
@@ -40,7 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def main() -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("golden", type=Path)
-    parser.add_argument("--budgets", default="250,300")
+    parser.add_argument("--budgets", default="300,400")
     parser.add_argument("--cut-first", action="store_true", help="cut the first chunk too")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
@@ -53,12 +51,7 @@ def main() -> dict:
 
     from ragapp.evaluation.golden import load_golden
     from ragapp.evaluation.metrics import fact_present
-    from ragapp.graph.excerpts import (
-        EXCERPT_COMPANIONS,
-        FIRST_EXCERPT_CHARS,
-        PAGE_COMPANIONS,
-        focused,
-    )
+    from ragapp.graph.excerpts import EXCERPT_COMPANIONS, focused
     from ragapp.providers import get_embeddings
     from ragapp.retrieval.retrievers import build_retriever
 
@@ -68,16 +61,6 @@ def main() -> dict:
     items = [item for item in load_golden(args.golden) if item.answerable]
     retrieved = [
         retriever.search(item.question, k=settings.RAG_TOP_K, companions=EXCERPT_COMPANIONS)
-        for item in items
-    ]
-    # As the graph retrieves: the first hit also draws on its page's best chunks.
-    with_page = [
-        retriever.search(
-            item.question,
-            k=settings.RAG_TOP_K,
-            companions=EXCERPT_COMPANIONS,
-            page_companions=PAGE_COMPANIONS,
-        )
         for item in items
     ]
 
@@ -91,24 +74,15 @@ def main() -> dict:
     base_chars = sum(len(shown(docs)) for docs in retrieved)
     rows = []
     for budget in budgets:
-        for mode in ("none", "ranked", "page"):
+        for with_companions in (False, True):
             facts = chars = 0
             lost, ms = [], []
-            hits = with_page if mode == "page" else retrieved
-            for item, docs, had in zip(items, hits, whole, strict=True):
-                if mode == "none":
+            for item, docs, had in zip(items, retrieved, whole, strict=True):
+                if not with_companions:
                     docs = [replace(doc, companions=()) for doc in docs]
                 started = time.perf_counter()
                 whole_first = 0 if args.cut_first else 1
-                first_budget = max(budget, FIRST_EXCERPT_CHARS) if mode == "page" else budget
-                cut = focused(
-                    docs,
-                    item.question,
-                    embeddings,
-                    budget=budget,
-                    whole=whole_first,
-                    whole_budget=first_budget,
-                )
+                cut = focused(docs, item.question, embeddings, budget=budget, whole=whole_first)
                 ms.append((time.perf_counter() - started) * 1000)
                 chars += len(shown(cut))
                 if all_facts(item, shown(cut)):
@@ -118,11 +92,7 @@ def main() -> dict:
             rows.append(
                 {
                     "budget": budget,
-                    "companions": {
-                        "none": "0",
-                        "ranked": str(EXCERPT_COMPANIONS),
-                        "page": f"{EXCERPT_COMPANIONS}+{PAGE_COMPANIONS}",
-                    }[mode],
+                    "companions": EXCERPT_COMPANIONS if with_companions else 0,
                     "facts_shown": facts,
                     "facts_shown_share": round(facts / max(1, len(items)), 3),
                     "chars_shown": round(chars / base_chars, 3),

@@ -35,13 +35,7 @@ class Retriever(Protocol):
     embeddings: Embeddings
 
     def search(
-        self,
-        query: str,
-        *,
-        k: int,
-        depth: int | None = None,
-        companions: int = 0,
-        page_companions: int = 0,
+        self, query: str, *, k: int, depth: int | None = None, companions: int = 0
     ) -> list[RetrievedDoc]: ...
 
     def mentioning(

@@ -34,12 +34,6 @@ GAP = "[...]"
 # to 43 of 56 on this documentation and from 95 to 96 of 132 on the PostgreSQL manual, for about
 # the same reading (docs/evaluation.md, "Companions: what the model reads").
 EXCERPT_COMPANIONS = 1
-# The first hit also draws on this many of its page's best chunks, ranked within the page
-# (retrieval/page.py), and its excerpt of them may hold FIRST_EXCERPT_CHARS. With the others cut
-# to 250 characters, every expected fact was shown for 160 of the tuning sets' 228 answerable
-# questions, against 154, for 3 % more reading (docs/evaluation.md, "The first hit's page").
-PAGE_COMPANIONS = 8
-FIRST_EXCERPT_CHARS = 500
 # A heading, a list item ("-", "*", "+", "1.") or a table row starts a paragraph of its own.
 _BLOCK_START = re.compile(r"^\s*(#{1,6}\s|[-*+]\s|\d+[.)]\s|\|)")
 
@@ -134,43 +128,36 @@ def _companion_pieces(doc: RetrievedDoc) -> list[str]:
 
 
 def focused(
-    docs: list[RetrievedDoc],
-    question: str,
-    embedder: Embedder,
-    *,
-    budget: int,
-    whole: int = 0,
-    whole_budget: int | None = None,
+    docs: list[RetrievedDoc], question: str, embedder: Embedder, *, budget: int, whole: int = 0
 ) -> list[RetrievedDoc]:
     """`docs` with the excerpts the model is shown for `question`.
 
-    The first `whole` docs keep their chunk whole and add an excerpt of at most `whole_budget`
-    (default: `budget`) characters of their companions. Every other doc with companions, or
-    longer than `budget`, gets an excerpt of `budget` characters cut from its chunk's and its
-    companions' pieces together; a short doc without companions is left as it is.
+    The first `whole` docs keep their chunk whole and add an excerpt of at most `budget`
+    characters of their companions. Every other doc with companions, or longer than `budget`,
+    gets an excerpt of `budget` characters cut from its chunk's and its companions' pieces
+    together; a short doc without companions is left as it is.
 
     One embedding call for the question (cached by the query cache: retrieval embedded it
     already) and one batch for the pieces of every excerpt that cannot keep them all.
     """
-    # (position, text kept whole, pieces, budget)
-    jobs: list[tuple[int, str, list[str], int]] = []
+    jobs: list[tuple[int, str, list[str]]] = []  # (position, text kept whole, pieces)
     for n, doc in enumerate(docs):
         if n < whole:
             if doc.companions:
-                jobs.append((n, doc.text, _companion_pieces(doc), whole_budget or budget))
+                jobs.append((n, doc.text, _companion_pieces(doc)))
         elif doc.companions or len(doc.text) > budget:
-            jobs.append((n, "", units(doc.text) + _companion_pieces(doc), budget))
-    jobs = [job for job in jobs if any(p != GAP for p in job[2])]
-    over = [pieces for _, _, pieces, limit in jobs if _length(pieces) > limit]
+            jobs.append((n, "", units(doc.text) + _companion_pieces(doc)))
+    jobs = [(n, head, pieces) for n, head, pieces in jobs if any(p != GAP for p in pieces)]
+    over = [pieces for _, _, pieces in jobs if _length(pieces) > budget]
     if over:
         target = embedder.embed_query(question)
         vectors = iter(embedder.embed_documents([p for ps in over for p in ps if p != GAP]))
     result = list(docs)
-    for n, head, pieces, limit in jobs:
-        if _length(pieces) > limit:
+    for n, head, pieces in jobs:
+        if _length(pieces) > budget:
             scores = [-1.0 if p == GAP else _cosine(target, next(vectors)) for p in pieces]
         else:
             scores = [0.0] * len(pieces)  # everything fits: nothing to choose
-        cut = excerpt(pieces, scores, limit)
+        cut = excerpt(pieces, scores, budget)
         result[n] = replace(docs[n], excerpt=f"{head}\n{cut}" if head else cut)
     return result

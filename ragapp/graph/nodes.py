@@ -16,12 +16,7 @@ from langgraph.runtime import Runtime
 
 from ragapp.graph import prompts
 from ragapp.graph.context import GraphContext
-from ragapp.graph.excerpts import (
-    EXCERPT_COMPANIONS,
-    FIRST_EXCERPT_CHARS,
-    PAGE_COMPANIONS,
-    focused,
-)
+from ragapp.graph.excerpts import EXCERPT_COMPANIONS, focused
 from ragapp.graph.grounding import declines, prune, supporting
 from ragapp.graph.judges import (
     describe_problem,
@@ -132,22 +127,17 @@ def retrieve(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
             unknown = ctx.retriever.never_mentioned(technical_names(state["original_query"]))
         excerpts = bool(ctx.limits.excerpt_chars)
         docs = ctx.retriever.search(
-            state["query"],
-            k=ctx.limits.top_k,
-            companions=EXCERPT_COMPANIONS if excerpts else 0,
-            page_companions=PAGE_COMPANIONS if excerpts else 0,
+            state["query"], k=ctx.limits.top_k, companions=EXCERPT_COMPANIONS if excerpts else 0
         )
         if excerpts:
             # The first hit stays whole: it holds the answer most often (MRR@10 0.86 on this
-            # documentation), and cutting it cost the most facts (docs/evaluation.md). Its
-            # excerpt of its page may be longer: the answer is most often on that page.
+            # documentation), and cutting it cost the most facts (docs/evaluation.md).
             docs = focused(
                 docs,
                 state["original_query"],
                 ctx.retriever.embeddings,
                 budget=ctx.limits.excerpt_chars,
                 whole=1,
-                whole_budget=max(ctx.limits.excerpt_chars, FIRST_EXCERPT_CHARS),
             )
     ctx.emitter.emit(
         EventKind.RETRIEVE,

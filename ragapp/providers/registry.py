@@ -114,12 +114,13 @@ PROVIDERS: dict[str, Provider] = {
                 bounded_schemas=True,
                 runs_locally=True,
                 # Reading the documents is most of a local run. The first chunk is shown whole
-                # with an excerpt of its page's best chunks (graph/excerpts.py,
-                # FIRST_EXCERPT_CHARS), the others as 250-character excerpts of their chunk and
-                # its next-best: the model reads about 3 % more than with 300 and no page
-                # excerpt, and every expected fact was shown for 160 of the tuning sets' 228
-                # questions against 154 (docs/evaluation.md, "The first hit's page").
-                excerpt_chars=250,
+                # with an excerpt of its document's next-best chunk, the others as 300-character
+                # excerpts of their chunk and its next-best: the model reads 0.70-0.72 of the
+                # characters of five whole chunks, and every expected fact was shown for 43 of
+                # this documentation's 56 questions and 96 of the PostgreSQL manual's 132 (41 and
+                # 95 with 400 and no companions; docs/evaluation.md, "Companions: what the model
+                # reads").
+                excerpt_chars=300,
                 # The answers asked for are concise (80-150 tokens measured); a 1.5B model at
                 # temperature 0 sometimes loops until its cap, at 30 tokens a second.
                 answer_max_tokens=320,

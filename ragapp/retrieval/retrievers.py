@@ -17,7 +17,6 @@ from ragapp.graph.state import RetrievedDoc
 from ragapp.models import Chunk
 from ragapp.providers import EmbeddingProvider
 from ragapp.retrieval.coverage import never_mentioned
-from ragapp.retrieval.page import best_of_page
 from ragapp.retrieval.text_search import bm25_chunks
 from ragapp.retrieval.vector import (
     load_chunks,
@@ -138,31 +137,6 @@ def _companion_texts(extra: list, chunks: dict[int, Chunk]) -> tuple[str, ...]:
     return tuple(chunks[c.id].text for c in extra if c.id in chunks)
 
 
-@dataclass(slots=True)
-class _PageChunk:
-    id: int
-
-
-def _add_page_companions(
-    kept: list,
-    extra: dict[int, list],
-    *,
-    n: int,
-    vector: list[float],
-    dimensions: int,
-    query: str | None,
-) -> None:
-    """Give the first of `kept` up to `n` more companions: its page's best chunks (page.py)."""
-    if not n or not kept:
-        return
-    first = extra.setdefault(0, [])
-    taken = {c.id for c in kept} | {c.id for c in first}
-    ids = best_of_page(
-        kept[0].document_id, vector=vector, dimensions=dimensions, query=query, n=n, exclude=taken
-    )
-    first.extend(_PageChunk(i) for i in ids)
-
-
 class VectorRetriever:
     """pgvector HNSW, cosine similarity."""
 
@@ -175,21 +149,14 @@ class VectorRetriever:
         self.per_document_cap = per_document_cap
 
     def search(
-        self,
-        query: str,
-        *,
-        k: int,
-        depth: int | None = None,
-        companions: int = 0,
-        page_companions: int = 0,
+        self, query: str, *, k: int, depth: int | None = None, companions: int = 0
     ) -> list[RetrievedDoc]:
         """The k nearest chunks (at most `per_document_cap` from one document).
 
         `depth` is how many candidates to rank first (default: `k * CANDIDATE_FACTOR` with a
         cap); the evaluation passes the graph's own depth so it measures the same ranking.
         Each hit carries the text of up to `companions` more chunks of its document, the next
-        in the ranking (`RetrievedDoc.companions`); the first hit carries up to
-        `page_companions` more, its page's best chunks ranked within the page (page.py).
+        in the ranking (`RetrievedDoc.companions`).
         """
         if depth is None:
             depth = k * CANDIDATE_FACTOR if self.per_document_cap else k
@@ -207,14 +174,6 @@ class VectorRetriever:
             )
             kept = per_document(hits, cap=self.per_document_cap, k=k)
             extra = companions_of(hits, kept, n=companions)
-            _add_page_companions(
-                kept,
-                extra,
-                n=page_companions,
-                vector=vector,
-                dimensions=self.embeddings.dimensions,
-                query=None,
-            )
             ids = [hit.id for hit in kept] + [c.id for more in extra.values() for c in more]
             chunks = load_chunks(ids)
         return [
@@ -239,19 +198,11 @@ class HybridRetriever:
         self.per_document_cap = per_document_cap
 
     def search(
-        self,
-        query: str,
-        *,
-        k: int,
-        depth: int | None = None,
-        companions: int = 0,
-        page_companions: int = 0,
+        self, query: str, *, k: int, depth: int | None = None, companions: int = 0
     ) -> list[RetrievedDoc]:
         """The k best chunks by fused rank; similarity is still the cosine similarity.
 
-        Each hit carries up to `companions` more chunks of its document, and the first hit up
-        to `page_companions` of its page's best (as `VectorRetriever`, with BM25 in the page's
-        ranking too).
+        Each hit carries up to `companions` more chunks of its document (as `VectorRetriever`).
         """
         depth = max(depth or k * CANDIDATE_FACTOR, k)
         vector = self.embeddings.embed_query(query)  # before the transaction: it may be slow
@@ -280,9 +231,6 @@ class HybridRetriever:
             ranked = [candidates[i] for i in sorted(scores, key=lambda i: -scores[i])]
             kept = per_document(ranked, cap=self.per_document_cap, k=k)
             extra = companions_of(ranked, kept, n=companions)
-            _add_page_companions(
-                kept, extra, n=page_companions, vector=vector, dimensions=dimensions, query=query
-            )
             # Only a chunk that BM25 alone found needs its cosine distance computed; the read
             # computes it for the k kept (the index's expression, so both ways agree).
             chunks = load_chunks(

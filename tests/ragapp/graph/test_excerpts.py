@@ -136,23 +136,3 @@ def test_a_documents_summary_never_carries_its_excerpt():
 
     summary = replace(doc("text"), excerpt="part").summary()
     assert "excerpt" not in summary and "text" not in summary
-
-
-def test_the_first_hits_excerpt_of_its_page_may_be_longer_than_the_others():
-    from dataclasses import replace
-
-    embedder = FakeEmbeddings()
-    page = (
-        "Themes change colours.",
-        "Backups are kept in the vault for seven days.",
-        "Backups are copied to the vault at midnight.",
-    )
-    first = replace(doc("Backups run nightly.", chunk_id=1), companions=page)
-    question = "When are backups copied to the vault, and for how long are they kept?"
-    [short] = focused([first], question, embedder, budget=50, whole=1)
-    [longer] = focused([first], question, embedder, budget=50, whole=1, whole_budget=100)
-
-    # 50 characters hold one of the two sentences the question asks for; 100 hold both.
-    assert sum(sentence in short.excerpt for sentence in page[1:]) == 1
-    assert all(sentence in longer.excerpt for sentence in page[1:])
-    assert "Themes" not in longer.excerpt

@@ -50,7 +50,7 @@ class LoggingRetriever:
     def __init__(self, inner):
         self.inner, self.mode = inner, inner.mode
 
-    def search(self, query, *, k, depth=None, companions=0, page_companions=0):
+    def search(self, query, *, k, depth=None, companions=0):
         log.warning(
             "searching with postgres://rag:%s@db:5432/rag, redis://:%s@cache:6379/0, key %s",
             DB_PASSWORD,

@@ -48,7 +48,7 @@ def test_a_failed_done_write_does_not_leave_a_finished_run_without_done(
 class UnreachableRetriever:
     mode = "vector"
 
-    def search(self, query, *, k, depth=None, companions=0, page_companions=0):
+    def search(self, query, *, k, depth=None, companions=0):
         raise ConnectionError("no route to the vector store at http://10.9.8.7:6333/collections")
 
 
