@@ -14,14 +14,17 @@ own ("our mail server", "an employee left"):
 - a code span (`name`), a flag (-x, --name), a snake_case or dotted name (pg_cron,
   db.r6g.large);
 - an acronym of three or more capitals (QUIC, KMS, UUID);
-- a name with letters and digits (Argon2, X25519MLKEM768, DNS-01).
+- a name with letters and digits (Argon2, X25519MLKEM768, DNS-01);
+- a name with inner capitals (pgAdmin, PowerShell, SSLCertificateFile, CApath), of four letters
+  or more.
 
 Not counted: quantities (32-byte, 10MB), a file's extension (.p7b), two-letter acronyms (CI),
-version tags (v2), hyphenated words (front-end, append-only), and plain numbers. Over the whole
-tuning sets these shapes named a missing thing in 30 of 72 unanswerable questions and in none of
-228 answerable ones; over the whole held-out sets, in 19 of 45 and 2 of 182 (docs/evaluation.md,
-"Results: answers, whole sets (2026-12-02, morning)"). The risk is a user's own name that looks
-technical: a host name with a digit (web01), a domain (mail.example.com).
+version tags (v2), hyphenated words (front-end, append-only), units (MiB) and plain numbers. A
+name asked without the dashes an option has is that option (CApath is -CApath). Over the whole
+tuning sets these shapes named a missing thing in 41 of 72 unanswerable questions and in none of
+228 answerable ones; over the whole held-out sets, in 23 of 45 and 2 of 182 (docs/evaluation.md,
+"Names in inner capitals"). The risk is a user's own name that looks technical: a host name with a
+digit (web01), a domain (mail.example.com), a product the documentation has no reason to name.
 """
 
 from __future__ import annotations
@@ -42,6 +45,11 @@ _ACRONYM = re.compile(r"[A-Z][A-Z0-9]{2,}")
 _SNAKE = re.compile(r"[A-Za-z0-9]+(?:_[A-Za-z0-9]+)+")
 _DOTTED = re.compile(r"[A-Za-z_][\w-]*(?:\.[A-Za-z0-9_][\w-]*)+")
 _WITH_DIGITS = re.compile(r"(?=[\w-]*[A-Za-z])(?=[\w-]*\d)[A-Za-z][\w-]*")
+# An inner capital after a small letter (pgAdmin, PowerShell) or a run of capitals then small
+# letters (SSLCertificateFile, CApath): a product's or a setting's own spelling. Four letters at
+# least, so that units (KiB, MiB) are not names.
+_CAMEL = re.compile(r"[A-Za-z]*[a-z][A-Z][A-Za-z0-9]*|[A-Z]{2,}[a-z]{2,}[A-Za-z0-9]*")
+_CAMEL_MIN = 4
 _VERSION_TAG = re.compile(r"v\d+(?:[.-]\w+)*", re.IGNORECASE)
 # A question written in capitals is shouted, not full of acronyms.
 _MOSTLY_CAPITALS = 0.6
@@ -76,17 +84,21 @@ def _is_name(word: str, question: str, start: int, shouted: bool) -> bool:
         or _SNAKE.fullmatch(word)
         or _DOTTED.fullmatch(word)
         or _WITH_DIGITS.fullmatch(word)
+        or (_CAMEL.fullmatch(word) and len(word) >= _CAMEL_MIN)
     )
 
 
 def _pattern(name: str) -> str:
     """A POSIX regular expression for `name` as a whole token, case aside.
 
-    A dash in a name may be written without it (SHA-256, SHA256; DNS-01, DNS01).
+    A dash in a name may be written without it (SHA-256, SHA256; DNS-01, DNS01). A name asked
+    without its dashes is the option that has them (CApath is -CApath).
     """
     body = "-?".join(re.escape(part) for part in name.split("-") if part)
     if name.startswith("-"):
         body = "-" * (len(name) - len(name.lstrip("-"))) + body
+    else:
+        body = "-{0,2}" + body
     return rf"(^|[^[:alnum:]_-]){body}($|[^[:alnum:]_])"
 
 

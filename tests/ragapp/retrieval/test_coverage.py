@@ -16,6 +16,10 @@ from ragapp.retrieval.coverage import never_mentioned, technical_names
         # Acronyms of three or more capitals, names with letters and digits (dash or not).
         ("Can s_client use QUIC or X25519MLKEM768?", ["s_client", "QUIC", "X25519MLKEM768"]),
         ("How do I sign with ML-DSA-65 or Argon2?", ["ML-DSA-65", "Argon2"]),
+        # Inner capitals: a product's or a setting's own spelling; units are not names.
+        ("Is pgAdmin or PowerShell in it?", ["pgAdmin", "PowerShell"]),
+        ("Where does SSLCertificateFile point, and CApath?", ["SSLCertificateFile", "CApath"]),
+        ("Is a 512 MiB or 4 KiB page better?", []),
         # Not names: quantities, a file's extension, two capitals, version tags, hyphenated
         # words, plain numbers and words.
         ("I need a 32-byte secret from a .p7b file for our CI.", []),
@@ -46,3 +50,12 @@ def test_a_dash_in_a_name_may_be_left_out(knowledge_base):
     chunk.text += " Signatures use SHA256."
     chunk.save()
     assert never_mentioned(["SHA-256", "SHA-512"]) == ["SHA-512"]
+
+
+def test_a_name_asked_without_its_dashes_is_the_option(knowledge_base):
+    from ragapp.models import Chunk
+
+    chunk = Chunk.objects.first()
+    chunk.text += " Pass -CApath dir, or --trustFile name. Not x-ClientKey."
+    chunk.save()
+    assert never_mentioned(["CApath", "trustFile", "ClientKey"]) == ["ClientKey"]
