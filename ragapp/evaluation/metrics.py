@@ -33,7 +33,8 @@ def fact_present(fact: Fact, answer: str) -> bool:
     "10" is found in "retries 10 times" but not in "100" or "10.5", so a number at either end
     of the fact must not continue into more digits in the answer. An option is a whole token:
     "-subj" is not in "-subject", nor "-t" in "--table" (the golden line lists both forms when
-    both are right).
+    both are right). A dash between a letter and a digit may be there or not, in the fact or the
+    answer: "SHA1" is "SHA-1", "AES-256-CBC" is "AES256-CBC".
     """
     if not isinstance(fact, str):
         return any(fact_present(alternative, answer) for alternative in fact)
@@ -52,7 +53,13 @@ def fact_present(fact: Fact, answer: str) -> bool:
         after = r"(?![\d])(?![.,]\d)"
     else:
         after = ""
-    return re.search(before + re.escape(wanted) + after, normalize(answer)) is not None
+    # Letters and digits are never escaped, so a boundary between them survives `re.escape`.
+    body = _LETTER_DIGIT.sub("-?", re.escape(_LETTER_DIGIT_DASH.sub("", wanted)))
+    return re.search(before + body + after, normalize(answer)) is not None
+
+
+_LETTER_DIGIT_DASH = re.compile(r"(?<=[a-z])-(?=\d)|(?<=\d)-(?=[a-z])")  # SHA-1, 3-des
+_LETTER_DIGIT = re.compile(r"(?<=[a-z])(?=\d)|(?<=\d)(?=[a-z])")  # SHA1
 
 
 def facts_accuracy(facts: Sequence[Fact], answer: str) -> bool:

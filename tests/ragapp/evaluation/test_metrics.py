@@ -42,6 +42,13 @@ from ragapp.evaluation.report import compare
         ("-1", "Set it to -10.", False),
         ("-1", "Set it to -1.5 first.", False),
         ("-1", "Set it to -1.", True),
+        # A dash between a letter and a digit may be there or not, on either side.
+        ("SHA1", "It uses SHA-1 by default.", True),
+        ("SHA256", "Use sha256.", True),
+        ("AES-256-CBC", "openssl enc -aes256-cbc", True),
+        ("scram-sha-256", "method scram-sha256", True),
+        ("SHA1", "It uses SHA-12.", False),
+        ("SHA1", "It uses SHA-256.", False),
         # Alternatives: any one of them.
         (("-t", "--table"), "pg_restore --table=orders", True),
         (("-noenc", "-nodes"), "openssl req -new -nodes", True),
