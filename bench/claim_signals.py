@@ -7,6 +7,15 @@ For every faithfulness item of bench/judge_set.jsonl it records, with the packag
   it (`claim_support_messages`, over the shared documents prefix), and the model's P(yes) that the
   claim is correct with no documents at all (its prior belief).
 
+Two more signals on request (`--signals`):
+
+- `focus`: P(yes) that a short passage states the claim, the passage being the few pieces of the
+  documents (sentences, list items, code blocks; `excerpts.units`) that name the claim's
+  specifics or are closest to it by embedding, at most `FOCUS_BUDGET` characters, asked in a
+  prompt of its own (a small model judges a short premise better than five documents);
+- `cited`: P(yes) that the documents the sentence cites (`[n]`) state it, over the shared
+  prefix, for a sentence that cites some but not all of them (Self-RAG's IsSup proper).
+
 A claim the model believes whatever the documents say has a high prior; one the documents
 support gains from reading them. The difference is the "context-aware" signal of contrastive
 decoding work. The records go to a JSON-lines file; `--analyse` reads one back and prints, per
@@ -15,6 +24,7 @@ for the tuning origins and the held-out ones apart, choosing each rule's thresho
 tuning origins only.
 
     uv run python bench/claim_signals.py --out bench/out/claim_signals.jsonl   # ~30 minutes
+    uv run python bench/claim_signals.py --signals docs focus cited --out bench/out/focus.jsonl
     uv run python bench/claim_signals.py --analyse bench/out/claim_signals.jsonl
 """
 
@@ -22,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -44,7 +55,68 @@ def prior_messages(question: str, claim: str):
     ]
 
 
-def record(out: Path) -> None:
+FOCUS_BUDGET = 600  # characters of the focused passage
+FOCUS_NEAREST = 3  # pieces closest to the claim by embedding, beside those naming its specifics
+_CITE = re.compile(r"\[(\d{1,2})\]")
+_LEADING_CITES = re.compile(r"^\s*((?:\[\d{1,2}\]\s*)+)")
+
+
+def focus_passage(claim: str, pieces: list[str], vectors: list, claim_vector) -> str:
+    """The pieces that name each of the claim's specifics, then the nearest ones, in order."""
+    from ragapp.graph.excerpts import _cosine
+    from ragapp.graph.grounding import _contains, _normal, _specifics
+
+    nearest = sorted(range(len(pieces)), key=lambda i: -_cosine(claim_vector, vectors[i]))
+    chosen: list[int] = []
+    for term in _specifics(claim):
+        first = next((i for i in nearest if _contains(_normal(pieces[i]), term)), None)
+        if first is not None and first not in chosen:
+            chosen.append(first)
+    chosen += [i for i in nearest[:FOCUS_NEAREST] if i not in chosen]
+    kept, size = [], 0
+    for i in chosen:
+        if kept and size + len(pieces[i]) > FOCUS_BUDGET:
+            break
+        kept.append(i)
+        size += len(pieces[i])
+    return "\n".join(pieces[i] for i in sorted(kept))
+
+
+def focus_messages(passage: str, claim: str):
+    from langchain_core.messages import HumanMessage, SystemMessage
+
+    from ragapp.graph import prompts
+
+    return [
+        SystemMessage(prompts.SYSTEM),
+        HumanMessage(
+            f"<document>\n{prompts.defuse(passage)}\n</document>\n\n"
+            f"Claim: {prompts.defuse(claim)}\n\n"
+            "Does the document state this claim? Answer with one word: yes or no."
+        ),
+    ]
+
+
+def cited_claims(answer: str) -> list[tuple[str, list[int]]]:
+    """`answer_claims` with the numbers each sentence cites (a citation after a sentence's full
+    stop, which the sentence splitter hands to the next sentence, goes back to its own)."""
+    from ragapp.graph.grounding import _FENCED, _POINTER, _SENTENCE_END, MAX_CLAIMS, claim_text
+
+    found: list[list] = []
+    for piece in _SENTENCE_END.split(_FENCED.sub("\n", answer)):
+        leading = _LEADING_CITES.match(piece)
+        if leading and found:
+            found[-1][1].update(int(n) for n in _CITE.findall(leading.group(1)))
+            piece = piece[leading.end() :]
+        cites = {int(n) for n in _CITE.findall(piece)}
+        sentence = None if _POINTER.search(piece) else claim_text(piece)
+        if sentence and (len(sentence.split()) < 4 or sentence.endswith(":")):
+            sentence = None
+        found.append([sentence, cites])
+    return [(claim, sorted(cites)) for claim, cites in found if claim][:MAX_CLAIMS]
+
+
+def record(out: Path, signals: list[str]) -> None:
     import os
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
@@ -53,12 +125,15 @@ def record(out: Path) -> None:
     django.setup()
     from ragapp.graph import prompts
     from ragapp.graph.context import Usage
+    from ragapp.graph.excerpts import units
     from ragapp.graph.grounding import answer_claims
     from ragapp.graph.judges import lexical_verdict, yes_probability
     from ragapp.graph.state import RetrievedDoc
+    from ragapp.providers import get_embeddings
     from ragapp.providers.local_llm import local_chat_model
 
     model = local_chat_model("qwen2.5-coder-1.5b")
+    embeddings = get_embeddings() if "focus" in signals else None
     items = [json.loads(line) for line in SET.read_text().splitlines() if line.strip()]
     items = [i for i in items if i["kind"] == "faithfulness" and i.get("faithful") is not None]
     with out.open("w") as sink:
@@ -71,17 +146,41 @@ def record(out: Path) -> None:
             usable = list(range(1, len(docs) + 1))
             lexical = lexical_verdict(item["question"], item["answer"], docs)
             claims = []
-            for claim in answer_claims(item["answer"]):
-                supported = yes_probability(
-                    model,
-                    prompts.claim_support_messages(item["question"], docs, claim, usable),
-                    usage=Usage(),
-                )
-                prior = yes_probability(
-                    model, prior_messages(item["question"], claim), usage=Usage()
-                )
-                claims.append({"claim": claim, "p_docs": supported, "p_prior": prior})
+            if embeddings is not None:
+                pieces = [piece for text in item["documents"] for piece in units(text)]
+                vectors = embeddings.embed_documents(pieces)
+            for claim, cites in cited_claims(item["answer"]):
+                assert claim in answer_claims(item["answer"])  # the product's claims, no others
+                signal = {"claim": claim}
+                if "docs" in signals:
+                    signal["p_docs"] = yes_probability(
+                        model,
+                        prompts.claim_support_messages(item["question"], docs, claim, usable),
+                        usage=Usage(),
+                    )
+                if "prior" in signals:
+                    signal["p_prior"] = yes_probability(
+                        model, prior_messages(item["question"], claim), usage=Usage()
+                    )
+                if "focus" in signals:
+                    passage = focus_passage(claim, pieces, vectors, embeddings.embed_query(claim))
+                    signal["p_focus"] = yes_probability(
+                        model, focus_messages(passage, claim), usage=Usage()
+                    )
+                if "cited" in signals:
+                    cited = [n for n in cites if n in usable]
+                    signal["p_cited"] = (
+                        yes_probability(
+                            model,
+                            prompts.claim_support_messages(item["question"], docs, claim, cited),
+                            usage=Usage(),
+                        )
+                        if cited and cited != usable
+                        else None  # cites nothing, or every document: the same as p_docs
+                    )
+                claims.append(signal)
             row = {
+                "id": item["id"],
                 "origin": item.get("origin", "hand-written, docs/"),
                 "faithful": item["faithful"],
                 "veto": bool(lexical.problematic_claims),
@@ -92,7 +191,12 @@ def record(out: Path) -> None:
             print(
                 f"{index}/{len(items)} {time.perf_counter() - started:5.1f} s "
                 f"veto={row['veto']} "
-                + " ".join(f"{c['p_docs']:.2f}/{c['p_prior']:.2f}" for c in claims),
+                + " ".join(
+                    "/".join(
+                        f"{v:.2f}" for k, v in c.items() if k.startswith("p_") and v is not None
+                    )
+                    for c in claims
+                ),
                 flush=True,
             )
 
@@ -105,6 +209,15 @@ RULES = {
     "min p_docs, less half the prior": lambda cs: min(c["p_docs"] - 0.5 * c["p_prior"] for c in cs),
     "mean p_docs": lambda cs: sum(c["p_docs"] for c in cs) / len(cs),
     "first claim p_docs": lambda cs: cs[0]["p_docs"],
+    # A short focused passage per claim, in a prompt of its own.
+    "min p_focus": lambda cs: min(c["p_focus"] for c in cs),
+    "mean p_focus": lambda cs: sum(c["p_focus"] for c in cs) / len(cs),
+    "min of p_docs and p_focus": lambda cs: min(min(c["p_docs"], c["p_focus"]) for c in cs),
+    "min of the two's mean": lambda cs: min((c["p_docs"] + c["p_focus"]) / 2 for c in cs),
+    # What the sentence cites, where it cites some documents and not all.
+    "min p_cited (else p_docs)": lambda cs: min(
+        c["p_docs"] if c["p_cited"] is None else c["p_cited"] for c in cs
+    ),
 }
 
 
@@ -132,6 +245,11 @@ def analyse(path: Path) -> None:
     print(f"{len(rows)} answers: {len(tuning)} for tuning, {len(held)} held out")
     print("rule                              threshold | tuning caught/passed | held out")
     for name, rule in RULES.items():
+        try:
+            [rule(r["claims"]) for r in rows if r["claims"]]
+        except KeyError:
+            continue  # a signal this file did not record
+
         # Chosen on the tuning answers only: the most caught among thresholds passing >= 0.90
         # of the faithful ones (else the best balanced accuracy).
         def key(t, rule=rule):
@@ -151,9 +269,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path)
     parser.add_argument("--analyse", type=Path)
+    parser.add_argument(
+        "--signals",
+        nargs="+",
+        choices=("docs", "prior", "focus", "cited"),
+        default=["docs", "prior"],
+        help="what to record for each claim (default: docs prior)",
+    )
     args = parser.parse_args()
     if args.out:
-        record(args.out)
+        record(args.out, args.signals)
     if args.analyse:
         analyse(args.analyse)
 
