@@ -98,8 +98,11 @@ def focus_messages(passage: str, claim: str):
 
 
 def cited_claims(answer: str) -> list[tuple[str, list[int]]]:
-    """`answer_claims` with the numbers each sentence cites (a citation after a sentence's full
-    stop, which the sentence splitter hands to the next sentence, goes back to its own)."""
+    """`answer_claims`, each with the numbers its sentence cites.
+
+    A citation after a sentence's full stop ("... file. [2] Then ...") is split off with the next
+    sentence; it goes back to its own.
+    """
     from ragapp.graph.grounding import _FENCED, _POINTER, _SENTENCE_END, MAX_CLAIMS, claim_text
 
     found: list[list] = []
@@ -149,8 +152,10 @@ def record(out: Path, signals: list[str]) -> None:
             if embeddings is not None:
                 pieces = [piece for text in item["documents"] for piece in units(text)]
                 vectors = embeddings.embed_documents(pieces)
-            for claim, cites in cited_claims(item["answer"]):
-                assert claim in answer_claims(item["answer"])  # the product's claims, no others
+            cited_sentences = cited_claims(item["answer"])
+            # The product's claims, no others: the citations are only read beside them.
+            assert [claim for claim, _ in cited_sentences] == answer_claims(item["answer"])
+            for claim, cites in cited_sentences:
                 signal = {"claim": claim}
                 if "docs" in signals:
                     signal["p_docs"] = yes_probability(
