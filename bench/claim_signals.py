@@ -14,7 +14,9 @@ Two more signals on request (`--signals`):
   specifics or are closest to it by embedding, at most `FOCUS_BUDGET` characters, asked in a
   prompt of its own (a small model judges a short premise better than five documents);
 - `cited`: P(yes) that the documents the sentence cites (`[n]`) state it, over the shared
-  prefix, for a sentence that cites some but not all of them (Self-RAG's IsSup proper).
+  prefix, for a sentence that cites some but not all of them (Self-RAG's IsSup proper);
+- `context`: P(yes) for a sentence that opens by pointing back ("Its default is 100."), asked
+  after the sentence before it (`claims_in_context`).
 
 A claim the model believes whatever the documents say has a high prior; one the documents
 support gains from reading them. The difference is the "context-aware" signal of contrastive
@@ -97,6 +99,22 @@ def focus_messages(passage: str, claim: str):
     ]
 
 
+# A sentence that opens by pointing back ("Its default is 100.", "This command deletes them.")
+# states nothing a judge can check on its own: the judge would have to guess what "it" is.
+_POINTS_BACK = re.compile(
+    r"^(?:it|its|this|that|these|those|they|their|them|such|the\s+default)\b", re.IGNORECASE
+)
+
+
+def claims_in_context(claims: list[str]) -> list[str]:
+    """What the judge is asked for each of `claims`: a sentence that points back, after the one
+    before it ("The setting is RAG_HNSW_EF_SEARCH. Its default is 100."); others as they are."""
+    return [
+        f"{claims[n - 1]} {claim}" if n and _POINTS_BACK.match(claim) else claim
+        for n, claim in enumerate(claims)
+    ]
+
+
 def cited_claims(answer: str) -> list[tuple[str, list[int]]]:
     """`answer_claims`, each with the numbers its sentence cites.
 
@@ -155,8 +173,21 @@ def record(out: Path, signals: list[str]) -> None:
             cited_sentences = cited_claims(item["answer"])
             # The product's claims, no others: the citations are only read beside them.
             assert [claim for claim, _ in cited_sentences] == answer_claims(item["answer"])
-            for claim, cites in cited_sentences:
+            asked = claims_in_context([claim for claim, _ in cited_sentences])
+            for (claim, cites), in_context in zip(cited_sentences, asked, strict=True):
                 signal = {"claim": claim}
+                if "context" in signals:
+                    signal["p_context"] = (
+                        yes_probability(
+                            model,
+                            prompts.claim_support_messages(
+                                item["question"], docs, in_context, usable
+                            ),
+                            usage=Usage(),
+                        )
+                        if in_context != claim
+                        else None  # stands alone: asked as it is (p_docs)
+                    )
                 if "docs" in signals:
                     signal["p_docs"] = yes_probability(
                         model,
@@ -223,6 +254,10 @@ RULES = {
     "min p_cited (else p_docs)": lambda cs: min(
         c["p_docs"] if c["p_cited"] is None else c["p_cited"] for c in cs
     ),
+    # A sentence that points back ("Its default is 100."), asked after the one before it.
+    "min p_context (else p_docs)": lambda cs: min(
+        c["p_docs"] if c["p_context"] is None else c["p_context"] for c in cs
+    ),
 }
 
 
@@ -277,7 +312,7 @@ def main() -> None:
     parser.add_argument(
         "--signals",
         nargs="+",
-        choices=("docs", "prior", "focus", "cited"),
+        choices=("docs", "prior", "focus", "cited", "context"),
         default=["docs", "prior"],
         help="what to record for each claim (default: docs prior)",
     )
