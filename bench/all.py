@@ -35,6 +35,7 @@ FULL = {
     "sse": [],
     "retrieval": ["--sizes", "10000,100000"],
     "prompt_cache": [],
+    "llama_build": [],
     "load": [],
     "gaps": [],
     "reuse": [],
@@ -152,6 +153,16 @@ def summarise(name: str, data) -> list[tuple[str, str, str, str]]:
                 f"cache off {data['cold_prompt_ms_median']:.0f}",
                 f"{data['ratio']:.3f}",
             )
+        ]
+    if name == "llama_build":
+        return [
+            (
+                f"llama.cpp for this CPU: {figure} tokens/s",
+                f"{data['installed'][key]:.1f}",
+                f"portable wheel {data['portable'][key]:.1f}",
+                f"{data[f'{key}_ratio']:.2f}",
+            )
+            for figure, key in (("prompt", "prompt_per_s"), ("answer", "answer_per_s"))
         ]
     return []
 

@@ -1,8 +1,12 @@
 """The packaged local models: verified files, and the openai code path against a real server."""
 
 import hashlib
+import platform
+import re
+import sys
 from dataclasses import replace
 from io import StringIO
+from pathlib import Path
 
 import pytest
 from django.core.management import call_command
@@ -87,6 +91,42 @@ def test_a_wrong_size_is_refused(data_dir, monkeypatch):
     monkeypatch.setattr(model_files, "_verified", set())
     with pytest.raises(ModelFileError, match="expected 123"):
         local_llm.model_path(model.name)
+
+
+def _cpu_flags() -> set[str]:
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("flags"):
+            return set(line.split(":", 1)[1].split())
+    return set()
+
+
+# What llama.cpp reports it was compiled with, against the CPU flag that names each.
+SIMD_FEATURES = {
+    "AVX2": "avx2",
+    "FMA": "fma",
+    "F16C": "f16c",
+    "AVX_VNNI": "avx_vnni",
+    "AVX512": "avx512f",
+    "AVX512_VBMI": "avx512vbmi",
+    "AVX512_VNNI": "avx512_vnni",
+    "AVX512_BF16": "avx512_bf16",
+}
+
+
+@pytest.mark.skipif(
+    not (sys.platform == "linux" and platform.machine() == "x86_64"),
+    reason="llama.cpp is compiled for the machine's CPU on Linux x86-64 only",
+)
+def test_the_local_server_is_compiled_for_this_cpu_without_amx():
+    # docs/models.md, "The local server's build": every vector instruction set this CPU has (the
+    # portable wheel stops at AVX2), and never AMX, whose kernels crash on Q4_K_M models.
+    import xllamacpp
+
+    compiled = dict(re.findall(r"(\w+) = (\d)", xllamacpp.get_system_info()))
+    flags = _cpu_flags()
+    for feature, flag in SIMD_FEATURES.items():
+        assert (compiled.get(feature) == "1") == (flag in flags), (feature, compiled)
+    assert compiled.get("AMX_INT8") != "1"
 
 
 def test_an_unknown_model_name_lists_the_packaged_ones():
