@@ -7,7 +7,7 @@ For every faithfulness item of bench/judge_set.jsonl it records, with the packag
   it (`claim_support_messages`, over the shared documents prefix), and the model's P(yes) that the
   claim is correct with no documents at all (its prior belief).
 
-Two more signals on request (`--signals`):
+Three more signals on request (`--signals`):
 
 - `focus`: P(yes) that a short passage states the claim, the passage being the few pieces of the
   documents (sentences, list items, code blocks; `excerpts.units`) that name the claim's
@@ -16,7 +16,8 @@ Two more signals on request (`--signals`):
 - `cited`: P(yes) that the documents the sentence cites (`[n]`) state it, over the shared
   prefix, for a sentence that cites some but not all of them (Self-RAG's IsSup proper);
 - `context`: P(yes) for a sentence that opens by pointing back ("Its default is 100."), asked
-  after the sentence before it (`claims_in_context`).
+  after the sentence before it (`claims_in_context`); recorded with `docs`, which its rule falls
+  back on for the other sentences.
 
 A claim the model believes whatever the documents say has a high prior; one the documents
 support gains from reading them. The difference is the "context-aware" signal of contrastive
@@ -27,6 +28,7 @@ tuning origins only.
 
     uv run python bench/claim_signals.py --out bench/out/claim_signals.jsonl   # ~30 minutes
     uv run python bench/claim_signals.py --signals docs focus cited --out bench/out/focus.jsonl
+    uv run python bench/claim_signals.py --signals docs context --out bench/out/context.jsonl
     uv run python bench/claim_signals.py --analyse bench/out/claim_signals.jsonl
 """
 

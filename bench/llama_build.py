@@ -61,58 +61,45 @@ def portable_wheel(version: str, cache: Path) -> Path:
     return target
 
 
-def probe(model: str, prompts: int) -> None:
-    """In a child process: time `prompts` prompts with whichever xllamacpp this process imports."""
-    import secrets
-    import socket
-    import time
+def probe(prompts: int) -> None:
+    """In a child process: time `prompts` prompts with whichever xllamacpp this process imports.
 
+    The server is the product's own (`local_llm.local_server`: its context, threads, prompt cache
+    and reply cap), so the two builds differ in nothing else.
+    """
+    import django
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    sys.path.insert(0, str(ROOT))
+    django.setup()
     import xllamacpp
 
+    from ragapp.providers.local_llm import local_server
+
+    server = local_server("qwen2.5-coder-1.5b")
     pages = sorted((ROOT / "docs").glob("*.md"))
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    params = xllamacpp.CommonParams()
-    params.model.path = model
-    params.n_ctx, params.n_predict, params.n_parallel = 8192, 512, 1
-    params.cpuparams.n_threads = params.cpuparams_batch.n_threads = os.cpu_count() or 2
-    params.hostnames, params.port = ["127.0.0.1"], port
-    params.api_keys = [secrets.token_urlsafe(16)]
-    params.offline, params.cache_prompt, params.warmup, params.verbosity = True, True, False, -1
-    server = xllamacpp.Server(params)  # noqa: F841 - the server lives as long as this handle
-    url = f"http://127.0.0.1:{port}/v1/chat/completions"
+    url = f"{server.base_url}/chat/completions"
 
     def ask(messages: list[dict], max_tokens: int) -> dict:
         body = json.dumps({"messages": messages, "max_tokens": max_tokens, "temperature": 0})
-        headers = {
-            "Content-Type": "application/json",
-            "Authorization": f"Bearer {params.api_keys[0]}",
-        }
-        for _ in range(240):  # the model loads for a while after the server starts
-            try:
-                request = urllib.request.Request(url, body.encode(), headers)
-                with urllib.request.urlopen(request, timeout=600) as response:
-                    return json.load(response)
-            except OSError:
-                time.sleep(0.5)
-        raise SystemExit("the local server did not answer")
+        headers = {"Content-Type": "application/json", "Authorization": f"Bearer {server.api_key}"}
+        request = urllib.request.Request(url, body.encode(), headers)
+        with urllib.request.urlopen(request, timeout=600) as response:
+            return json.load(response)
+
+    def shared(text: str, task: str) -> list[dict]:
+        # The documents first and the task last, as the product's prompts share their prefix.
+        return [
+            {"role": "system", "content": "You are a careful assistant for support engineers."},
+            {"role": "user", "content": f"<documents>\n{text}\n</documents>\n\n{task}"},
+        ]
 
     ask([{"role": "user", "content": "Say yes."}], 1)
     for n in range(prompts):
         text = pages[n % len(pages)].read_text()[SLICE_CHARS * n : SLICE_CHARS * (n + 1)]
-        messages = [
-            {"role": "system", "content": "You are a careful assistant for support engineers."},
-            {"role": "user", "content": f"<documents>\n{text}\n</documents>\n\nTASK"},
-        ]
-        messages[1]["content"] = messages[1]["content"].replace(
-            "TASK", "Is this page about configuration? Answer with one word: yes or no."
-        )
-        read = ask(messages, 1)["timings"]
-        messages[1]["content"] = messages[1]["content"].replace(
-            "Is this page about configuration? Answer with one word: yes or no.",
-            "Summarise what this page says in five sentences.",
-        )
+        read = ask(shared(text, "Is this page about configuration? Answer yes or no."), 1)
+        read = read["timings"]
+        messages = shared(text, "Summarise what this page says in five sentences.")
         write = ask(messages, ANSWER_TOKENS)["timings"]
         print(
             json.dumps(
@@ -128,12 +115,12 @@ def probe(model: str, prompts: int) -> None:
     print("SYSTEM " + xllamacpp.get_system_info().strip(), flush=True)
 
 
-def run_build(name: str, extra_path: Path | None, model: str, prompts: int) -> tuple[list, str]:
+def run_build(name: str, extra_path: Path | None, prompts: int) -> tuple[list, str]:
     env = dict(os.environ)
     if extra_path is not None:
         env["PYTHONPATH"] = str(extra_path)  # ahead of site-packages: this build is imported
     done = subprocess.run(
-        [sys.executable, __file__, "--probe", model, "--prompts", str(prompts)],
+        [sys.executable, __file__, "--probe", "--prompts", str(prompts)],
         env=env,
         capture_output=True,
         text=True,
@@ -151,10 +138,10 @@ def main() -> dict:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--prompts", type=int, default=3)
     parser.add_argument("--json", type=Path)
-    parser.add_argument("--probe", help=argparse.SUPPRESS)
+    parser.add_argument("--probe", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.probe:
-        probe(args.probe, args.prompts)
+        probe(args.prompts)
         return {}
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     sys.path.insert(0, str(ROOT))
@@ -165,15 +152,12 @@ def main() -> dict:
 
     from django.conf import settings
 
-    from ragapp.providers.local_llm import model_path
-
-    model = str(model_path("qwen2.5-coder-1.5b"))
     portable = portable_wheel(version("xllamacpp"), Path(settings.RAG_DATA_DIR) / "bench")
     results: dict[str, list] = {"installed": [], "portable": []}
     systems = {}
     for _ in range(args.rounds):  # alternating, so that a slower minute hits both
         for name, path in (("portable", portable), ("installed", None)):
-            rows, systems[name] = run_build(name, path, model, args.prompts)
+            rows, systems[name] = run_build(name, path, args.prompts)
             results[name] += rows
     summary = {
         name: {
