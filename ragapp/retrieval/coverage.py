@@ -16,24 +16,39 @@ own ("our mail server", "an employee left"):
 - an acronym of three or more capitals (QUIC, KMS, UUID);
 - a name with letters and digits (Argon2, X25519MLKEM768, DNS-01);
 - a name with inner capitals (pgAdmin, PowerShell, SSLCertificateFile, CApath), of four letters
-  or more.
+  or more;
+- a capitalised word inside a sentence that is not an English word (Kubernetes, Patroni,
+  Barman): a product's name. "Not an English word" is read off the vocabulary of the packaged
+  embedder's tokenizer (about 22,500 common lowercased whole words), so a capitalised
+  ordinary word (Windows, Java, Azure) is not a name.
 
 Not counted: quantities (32-byte, 10MB), a file's extension (.p7b), two-letter acronyms (CI),
 version tags (v2), hyphenated words (front-end, append-only), units (MiB) and plain numbers. A
 name asked without the dashes an option has is that option (CApath is -CApath). Over the whole
 tuning sets these shapes named a missing thing in 41 of 72 unanswerable questions and in none of
 228 answerable ones; over the whole held-out sets, in 23 of 45 and 2 of 182 (docs/evaluation.md,
-"Names in inner capitals"). The risk is a user's own name that looks technical: a host name with a
+"Names in inner capitals"); the capitalised words added 3 of the tuning sets' unanswerable
+questions and none of their answerable ones (docs/evaluation.md, "Product names the vocabulary
+does not know"). The risk is a user's own name that looks technical: a host name with a
 digit (web01), a domain (mail.example.com), a product the documentation has no reason to name.
 """
 
 from __future__ import annotations
 
+import json
 import re
+from functools import cache
 
 from django.db import connection
 
 from ragapp.models import Chunk
+from ragapp.providers.local_embeddings import (
+    TOKENIZER_FILE,
+    TOKENIZER_PACKAGE,
+    TOKENIZER_SHA256,
+    TOKENIZER_SIZE,
+)
+from ragapp.providers.model_files import packaged_file, verify_file
 
 _SHAPES = re.compile(
     r"`(?P<span>[^`\s]+)`"
@@ -50,6 +65,12 @@ _WITH_DIGITS = re.compile(r"(?=[\w-]*[A-Za-z])(?=[\w-]*\d)[A-Za-z][\w-]*")
 # least, so that units (KiB, MiB) are not names.
 _CAMEL = re.compile(r"[A-Za-z]*[a-z][A-Z][A-Za-z0-9]*|[A-Z]{2,}[a-z]{2,}[A-Za-z0-9]*")
 _CAMEL_MIN = 4
+# A capitalised word, letters only: a product's name when it is inside a sentence and is not an
+# English word (Kubernetes, Patroni). At the start of a sentence any word is capitalised.
+_CAPITALISED = re.compile(r"[A-Z][a-z]{3,}")
+_SENTENCE_END = (".", "?", "!", ":", ";")
+# What may stand between a sentence's end and its first word: space, quotes, a parenthesis.
+_OPENERS = " \t\n\"'(\u201c\u2018"
 _VERSION_TAG = re.compile(r"v\d+(?:[.-]\w+)*", re.IGNORECASE)
 # A question written in capitals is shouted, not full of acronyms.
 _MOSTLY_CAPITALS = 0.6
@@ -85,7 +106,41 @@ def _is_name(word: str, question: str, start: int, shouted: bool) -> bool:
         or _DOTTED.fullmatch(word)
         or _WITH_DIGITS.fullmatch(word)
         or (_CAMEL.fullmatch(word) and len(word) >= _CAMEL_MIN)
+        or _product_name(word, question, start)
     )
+
+
+def _product_name(word: str, question: str, start: int) -> bool:
+    """Whether `word` is capitalised inside a sentence and is no English word (Kubernetes)."""
+    if not _CAPITALISED.fullmatch(word) or _title_case(question):
+        return False
+    before = question[:start].rstrip(_OPENERS)
+    if not before or before.endswith(_SENTENCE_END):
+        return False
+    return word.casefold() not in english_words()
+
+
+def _title_case(question: str) -> bool:
+    """Whether most longer words after the first are capitalised ("How Do I Configure Nginx")."""
+    words = re.findall(r"[A-Za-z]{4,}", question.strip().partition(" ")[2])
+    return sum(w[0].isupper() for w in words) * 2 > len(words)
+
+
+@cache
+def english_words() -> frozenset[str]:
+    """The whole words of the packaged embedder's vocabulary (bert-base-uncased's, lowercased).
+
+    About 22,500 common words; pieces that continue a word ("##ing") and marks are left out. A
+    capitalised word outside it is a name the vocabulary's English text rarely used. The file is
+    always installed with the embedder's package, and checked against its pinned digest.
+    """
+    path = verify_file(
+        packaged_file(TOKENIZER_PACKAGE, TOKENIZER_FILE),
+        size=TOKENIZER_SIZE,
+        sha256=TOKENIZER_SHA256,
+    )
+    vocabulary = json.loads(path.read_text(encoding="utf-8"))["model"]["vocab"]
+    return frozenset(token for token in vocabulary if token.isalpha())
 
 
 def _pattern(name: str) -> str:

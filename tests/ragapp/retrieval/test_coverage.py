@@ -20,6 +20,17 @@ from ragapp.retrieval.coverage import never_mentioned, technical_names
         ("Is pgAdmin or PowerShell in it?", ["pgAdmin", "PowerShell"]),
         ("Where does SSLCertificateFile point, and CApath?", ["SSLCertificateFile", "CApath"]),
         ("Is a 512 MiB or 4 KiB page better?", []),
+        # A capitalised word inside a sentence that is no English word: a product's name.
+        ("How do I get cert-manager in our Kubernetes cluster to use it?", ["Kubernetes"]),
+        ('Can "Patroni" fail over, or Barman back up?', ["Patroni", "Barman"]),
+        # ... but not at a sentence's start, not an English word, not in a title-case question.
+        ("Kubernetes: how do I deploy it? Patroni too?", []),
+        (
+            "Does the service run inside \u201cKubernetes\u201d clusters? \u201cPatroni\u201d too.",
+            ["Kubernetes"],
+        ),
+        ("Which Azure or Windows setting does Java read?", []),
+        ("How Do I Configure Nginx For This?", []),
         # Not names: quantities, a file's extension, two capitals, version tags, hyphenated
         # words, plain numbers and words.
         ("I need a 32-byte secret from a .p7b file for our CI.", []),
