@@ -68,8 +68,8 @@ _WITH_DIGITS = re.compile(r"(?=[\w-]*[A-Za-z])(?=[\w-]*\d)[A-Za-z][\w-]*")
 # least, so that units (KiB, MiB) are not names.
 _CAMEL = re.compile(r"[A-Za-z]*[a-z][A-Z][A-Za-z0-9]*|[A-Z]{2,}[a-z]{2,}[A-Za-z0-9]*")
 _CAMEL_MIN = 4
-# A capitalised word, letters only: a product's name when it is inside a sentence and is not an
-# English word (Kubernetes, Patroni). At the start of a sentence any word is capitalised.
+# A capitalised word, letters only: a product's name when it is inside a sentence and is no
+# common word (Kubernetes, Patroni). At the start of a sentence any word is capitalised.
 _CAPITALISED = re.compile(r"[A-Z][a-z]{3,}")
 _SENTENCE_END = (".", "?", "!", ":", ";")
 # What may stand between a sentence's end and its first word: space, quotes, a parenthesis.
