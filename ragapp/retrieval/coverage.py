@@ -87,17 +87,18 @@ def technical_names(question: str) -> list[str]:
     """The names in `question` shaped like technical ones, in order, without repeats."""
     letters = [c for c in question if c.isalpha()]
     shouted = letters and sum(c.isupper() for c in letters) / len(letters) > _MOSTLY_CAPITALS
+    titled = _title_case(question)
     names: list[str] = []
     for match in _SHAPES.finditer(question):
         name = match.group("span") or match.group("flag") or match.group("word")
-        if match.group("word") and not _is_name(name, question, match.start(), shouted):
+        if match.group("word") and not _is_name(name, question, match.start(), shouted, titled):
             continue
         if name.casefold() not in {n.casefold() for n in names}:
             names.append(name)
     return names[:MAX_NAMES]
 
 
-def _is_name(word: str, question: str, start: int, shouted: bool) -> bool:
+def _is_name(word: str, question: str, start: int, shouted: bool, titled: bool) -> bool:
     # `word` starts with a letter and ends with a letter or digit (`_SHAPES`).
     if start and question[start - 1] == ".":
         return False  # a file's extension (.p7b): the user's own file type
@@ -109,13 +110,13 @@ def _is_name(word: str, question: str, start: int, shouted: bool) -> bool:
         or _DOTTED.fullmatch(word)
         or _WITH_DIGITS.fullmatch(word)
         or (_CAMEL.fullmatch(word) and len(word) >= _CAMEL_MIN)
-        or _is_product_name(word, question, start)
+        or (not titled and _is_product_name(word, question, start))
     )
 
 
 def _is_product_name(word: str, question: str, start: int) -> bool:
     """Whether `word` is capitalised inside a sentence and is no common word (Kubernetes)."""
-    if not _CAPITALISED.fullmatch(word) or _known(word) or _title_case(question):
+    if not _CAPITALISED.fullmatch(word) or _known(word):
         return False
     before = question[:start]
     sentence = before.rstrip(_OPENERS)
