@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import math
+from dataclasses import dataclass
 
 from langchain_core.exceptions import OutputParserException
 from langchain_core.language_models import BaseChatModel
@@ -127,13 +128,19 @@ def describe_problem(problem: object) -> str:
     return text if len(text) <= PROBLEM_CHARS else text[: PROBLEM_CHARS - 1] + "…"
 
 
-def text_call(
+@dataclass(frozen=True)
+class TextReply:
+    text: str
+    cut: bool  # the reply stopped at `max_tokens`, not where the model ended it
+
+
+def text_reply(
     model: BaseChatModel,
     messages: list[BaseMessage],
     *,
     usage: Usage,
     max_tokens: int | None = None,
-) -> str:
+) -> TextReply:
     """Ask `model` for free text (at most `max_tokens` tokens, when given)."""
     runnable = model.bind(max_tokens=max_tokens) if max_tokens else model
     with explained_failures(model):
@@ -144,7 +151,20 @@ def text_call(
         content = "".join(
             part.get("text", "") if isinstance(part, dict) else str(part) for part in content
         )
-    return str(content).strip()
+    # OpenAI-compatible servers say "length" when the reply ran into its max_tokens.
+    cut = (message.response_metadata or {}).get("finish_reason") == "length"
+    return TextReply(str(content).strip(), cut)
+
+
+def text_call(
+    model: BaseChatModel,
+    messages: list[BaseMessage],
+    *,
+    usage: Usage,
+    max_tokens: int | None = None,
+) -> str:
+    """Ask `model` for free text (at most `max_tokens` tokens, when given)."""
+    return text_reply(model, messages, usage=usage, max_tokens=max_tokens).text
 
 
 def yes_probability(model: BaseChatModel, messages: list[BaseMessage], *, usage: Usage) -> float:

@@ -24,9 +24,10 @@ from ragapp.graph.judges import (
     judge_relevance,
     support_text,
     text_call,
+    text_reply,
     unsupported_specifics,
 )
-from ragapp.graph.repetition import without_repetition
+from ragapp.graph.repetition import without_repetition, without_unfinished_tail
 from ragapp.graph.state import AnswerGrade, DocGrade, RAGState, RetrievedDoc, usable_numbers
 from ragapp.retrieval.coverage import UNKNOWN_NAMES_REASON, technical_names
 from ragapp.trace.kinds import EventKind
@@ -405,17 +406,19 @@ def generate(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
         )
         return {"generation": prompts.FALLBACK_ANSWER, "fallback": True}
     with _timed(ctx, "generate") as timing:
-        written = _unwrapped(
-            text_call(
-                ctx.models.generator,
-                prompts.generate_messages(
-                    state["original_query"], state["context_documents"], usable_numbers(state)
-                ),
-                usage=ctx.usage,
-                max_tokens=ctx.limits.answer_max_tokens or None,
-            )
+        reply = text_reply(
+            ctx.models.generator,
+            prompts.generate_messages(
+                state["original_query"],
+                state["context_documents"],
+                usable_numbers(state),
+            ),
+            usage=ctx.usage,
+            max_tokens=ctx.limits.answer_max_tokens or None,
         )
-        answer = without_repetition(written)
+        written = _unwrapped(reply.text)
+        finished = without_unfinished_tail(written) if reply.cut else written
+        answer = without_repetition(finished)
     ctx.emitter.emit(
         EventKind.GENERATE,
         {
@@ -423,8 +426,11 @@ def generate(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
             "sources": [state["context_documents"][n - 1].summary() for n in usable_numbers(state)],
             "usable": usable_numbers(state),
             "answer_chars": len(answer),
+            # Whether the reply ran into RAG_ANSWER_MAX_TOKENS, and the unfinished tail then cut.
+            "capped": reply.cut,
+            "unfinished_cut_chars": len(written) - len(finished),
             # Characters cut because the model started repeating itself (repetition.py).
-            "repetition_cut_chars": len(written) - len(answer),
+            "repetition_cut_chars": len(finished) - len(answer),
             "duration_ms": round(timing["ms"], 1),
         },
         node="generate",

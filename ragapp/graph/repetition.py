@@ -1,10 +1,13 @@
-"""An answer cut where it starts repeating itself.
+"""An answer cut where it starts repeating itself, or back to its last whole sentence.
 
 At temperature 0 a small model sometimes falls into a loop: the same sentence, or the same two
 list items, again and again until its token cap ("If the ingestion fails, ... If the ingestion
 is successful, ..." fifteen times, from the 1.5B model on this documentation). What came before
 the loop is a real answer; the loop adds nothing, and the answer check would spend a model call
 on each copy.
+
+An answer that ran into its token cap (`RAG_ANSWER_MAX_TOKENS`) ends mid-sentence, or inside a
+code block; what was finished is kept and the unfinished tail goes.
 """
 
 from __future__ import annotations
@@ -19,6 +22,10 @@ MIN_WORDS = 4  # "Run:" or "For example:" twice is not a loop
 SHORT_ITEM_COPIES = 3
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s")
 _NUMBER = re.compile(r"^\s*\d+[.)]$")  # a list item's number, all a line holds before a break
+# A sentence's end: its full stop (or ! ?), then perhaps closing marks and citations ("." [1]).
+_FINISHED = re.compile(r"[.!?][\"')*_`]*(?:\s*\[\d+\])*\s*$")
+# A line that introduces what follows ("Run:"), which the cap cut.
+_INTRODUCES = re.compile(r":[*_]*(?:\s*\[\d+\])*\s*$")
 
 
 def _sentences(offset: int, line: str) -> list[tuple[int, str]]:
@@ -73,3 +80,22 @@ def without_repetition(answer: str) -> str:
             return answer[:offset].rstrip()
         seen.add(key)
     return answer
+
+
+def without_unfinished_tail(answer: str) -> str:
+    """`answer`, which stopped at its token cap, up to the end of its last finished unit.
+
+    Every sentence, list item or line the model went on from is finished, and so is a closed code
+    block; the last sentence is finished only if it ends like one. An unclosed code block is cut
+    whole, and so is the line that introduced it ("Run:"). When nothing is finished (the cap
+    came inside the first sentence), the answer is kept as it is: the answer check judges it.
+    """
+    units = _units(answer)
+    if units and not FENCE_LINE.match(units[-1][1]) and not _FINISHED.search(units[-1][1]):
+        units = units[:-1]
+    while units and _INTRODUCES.search(units[-1][1]):
+        units = units[:-1]
+    if not units:
+        return answer
+    offset, text = units[-1]
+    return answer[: offset + len(text)].rstrip()

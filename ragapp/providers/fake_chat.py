@@ -128,6 +128,10 @@ class FakeChatModel(BaseChatModel):
             self.script.calls.append("generate")
             self.script.answer_caps.append(kwargs.get("max_tokens"))
             text = self.script.generate(_first(_QUESTION, prompt), docs)
+            capped = _capped(text, kwargs.get("max_tokens"))
+            if capped is not None:  # a word is a token here, as in the usage counts
+                message = _message(prompt, capped, finish_reason="length")
+                return ChatResult(generations=[ChatGeneration(message=message)])
         return ChatResult(generations=[ChatGeneration(message=_message(prompt, text))])
 
     def with_structured_output(self, schema, *, include_raw: bool = False, **kwargs: Any):
@@ -235,10 +239,18 @@ def _first(pattern: re.Pattern, text: str) -> str:
     return match.group(1).strip() if match else ""
 
 
-def _message(prompt: str, text: str) -> AIMessage:
+def _capped(text: str, max_tokens: int | None) -> str | None:
+    """`text`'s first `max_tokens` words, as a server stops at its cap; None if it fits."""
+    if not max_tokens or len(text.split()) <= max_tokens:
+        return None
+    return re.match(rf"(?:\s*\S+){{{max_tokens}}}", text).group(0)
+
+
+def _message(prompt: str, text: str, finish_reason: str = "stop") -> AIMessage:
     tokens_in, tokens_out = len(prompt.split()), len(text.split())
     return AIMessage(
         content=text,
+        response_metadata={"finish_reason": finish_reason},
         usage_metadata={
             "input_tokens": tokens_in,
             "output_tokens": tokens_out,

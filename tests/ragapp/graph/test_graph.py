@@ -453,6 +453,32 @@ def test_an_answer_is_capped_and_cut_where_the_model_starts_repeating_itself(
     assert generate["answer_chars"] == len(run.answer)
 
 
+def test_an_answer_that_runs_into_its_cap_ends_at_its_last_whole_sentence(
+    knowledge_base, models, script
+):
+    script.relevance = lambda q, doc: 1.0
+    script.generate = lambda q, docs: (
+        "Start it with beta serve [1]. It listens on port 9000 [1]. Its logs rotate every"
+        " night and are kept for"
+    )
+    run = ask("How do I start the beta service?", models, answer_max_tokens=16)
+
+    assert run.answer == "Start it with beta serve [1]. It listens on port 9000 [1]."
+    generate = payloads(run, "generate")[0]
+    assert generate["capped"] is True
+    assert generate["unfinished_cut_chars"] == len(" Its logs rotate every")
+    assert generate["answer_chars"] == len(run.answer)
+
+
+def test_an_answer_that_ends_before_its_cap_is_not_cut(knowledge_base, models, script):
+    script.relevance = lambda q, doc: 1.0
+    script.generate = lambda q, docs: "Start it with beta serve [1]. It listens on"
+    run = ask("How do I start the beta service?", models, answer_max_tokens=16)
+
+    assert run.answer == "Start it with beta serve [1]. It listens on"
+    assert payloads(run, "generate")[0]["capped"] is False
+
+
 @pytest.mark.parametrize("models", ["logprobs"], indirect=True)
 def test_the_answer_check_adds_the_passage_of_a_retrieved_page_that_holds_what_it_names(
     knowledge_base, models, script

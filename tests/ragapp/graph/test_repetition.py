@@ -1,6 +1,8 @@
-"""An answer is cut where the model starts repeating itself."""
+"""An answer is cut where the model starts repeating itself, or back to its last whole sentence."""
 
-from ragapp.graph.repetition import without_repetition
+import pytest
+
+from ragapp.graph.repetition import without_repetition, without_unfinished_tail
 
 LOOP = """To re-embed:
 
@@ -65,3 +67,31 @@ def test_short_list_items_looping_are_cut_at_the_second_copy():
 def test_a_short_list_item_may_come_twice():
     answer = "Reading:\n- `-in`\n- `-out`\n\nWriting:\n- `-in`\n- `-out`"
     assert without_repetition(answer) == answer
+
+
+@pytest.mark.parametrize(
+    ("capped", "kept"),
+    [
+        (
+            "Set `RAG_TOP_K` [1]. Its default is 5 [1]. You can also set the",
+            "Set `RAG_TOP_K` [1]. Its default is 5 [1].",
+        ),
+        ('It prints "done." [2]\nThen the', 'It prints "done." [2]'),
+        ("- `a`: one [1]\n- `b`: two [2]\n- `c`: th", "- `a`: one [1]\n- `b`: two [2]"),
+        ("Steps:\n1. Open it [1].\n2. Cl", "Steps:\n1. Open it [1]."),
+        (
+            "Ingest [1]. Run:\n```bash\nmanage.py ingest_docs docs\n```\nThen set the",
+            "Ingest [1]. Run:\n```bash\nmanage.py ingest_docs docs\n```",
+        ),
+        # An unclosed code block goes whole, with the line that introduced it.
+        ("Ingest [1]. Run:\n```bash\nmanage.py ingest_docs do", "Ingest [1]."),
+    ],
+)
+def test_an_answer_cut_at_its_cap_keeps_what_was_finished(capped, kept):
+    assert without_unfinished_tail(capped) == kept
+
+
+def test_an_answer_cut_inside_its_first_sentence_is_kept_as_it_is():
+    assert without_unfinished_tail("The setting that controls it is") == (
+        "The setting that controls it is"
+    )
