@@ -485,9 +485,9 @@ RAG_RELEVANCE_GATE = env_choice(
 # blocks closest to the question, up to this many characters (0: whole chunks). A small model
 # on a CPU reads prompts slowly; a capable one gains nothing from it (docs/graph.md, "Excerpts").
 RAG_EXCERPT_CHARS = env_int("RAG_EXCERPT_CHARS", _CHAT_DEFAULTS.excerpt_chars)
-# The longest answer the generator may write, in tokens (0: the model's own limit). A reply cut
-# there ends at its last whole sentence; the local default stops a small model's long drafts
-# and rare loops early.
+# The longest answer the generator may write, in tokens (0: the model's own limit). The local
+# default stops a small model's rare loops early; a reply cut there ends at its last whole
+# sentence.
 RAG_ANSWER_MAX_TOKENS = env_int("RAG_ANSWER_MAX_TOKENS", _CHAT_DEFAULTS.answer_max_tokens)
 # Refuse at once a question that names a technical name (a flag, a snake_case or dotted name, an
 # acronym, a name with digits or inner capitals, a capitalised product name) that no chunk of the

@@ -203,7 +203,7 @@ def test_the_local_provider_answers_a_real_question_from_the_bundled_docs(settin
     settings.RAG_GENERATION_MODEL = settings.RAG_GRADER_MODEL = "qwen2.5-coder-1.5b"
     settings.RAG_BROADEN_MODEL = "qwen2.5-coder-1.5b"
     settings.RAG_EXCERPT_CHARS = 300  # the local defaults: excerpts and a capped answer
-    settings.RAG_ANSWER_MAX_TOKENS = 160
+    settings.RAG_ANSWER_MAX_TOKENS = 320
     clear_chat_models_cache()
     from ragapp.providers import clear_embeddings_cache
 
