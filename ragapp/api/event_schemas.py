@@ -139,6 +139,17 @@ class GeneratePayload(serializers.Serializer):
         "fallback): the answer may cite only these.",
     )
     answer_chars = serializers.IntegerField(min_value=0)
+    capped = serializers.BooleanField(
+        required=False,
+        help_text="Whether the reply ran into RAG_ANSWER_MAX_TOKENS (not for the fallback; "
+        "absent in older runs).",
+    )
+    unfinished_cut_chars = serializers.IntegerField(
+        min_value=0,
+        required=False,
+        help_text="Characters of an unfinished last sentence or code block cut from a capped "
+        "reply (not for the fallback; absent in older runs).",
+    )
     repetition_cut_chars = serializers.IntegerField(
         min_value=0,
         required=False,
