@@ -493,6 +493,9 @@ RAG_ANSWER_MAX_TOKENS = env_int("RAG_ANSWER_MAX_TOKENS", _CHAT_DEFAULTS.answer_m
 # acronym, a name with digits or inner capitals, a capitalised product name) that no chunk of the
 # knowledge base holds (retrieval/coverage.py).
 RAG_REFUSE_UNKNOWN_NAMES = env_bool("RAG_REFUSE_UNKNOWN_NAMES", _CHAT_DEFAULTS.refuse_unknown_names)
+# How many retrievals a run may make: the first, then broadened searches while too few chunks
+# pass grading (the last one passes what it has to generate).
+RAG_MAX_RETRIEVALS = env_int("RAG_MAX_RETRIEVALS", _CHAT_DEFAULTS.max_retrievals, minimum=1)
 RAG_MIN_RELEVANT_DOCS = env_int("RAG_MIN_RELEVANT_DOCS", 1, minimum=1)
 RAG_ANSWER_CONFIDENCE_THRESHOLD = env_float(
     "RAG_ANSWER_CONFIDENCE_THRESHOLD",

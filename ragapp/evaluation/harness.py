@@ -90,6 +90,7 @@ def settings_snapshot() -> dict:
         "RAG_RELEVANCE_THRESHOLD",
         "RAG_ANSWER_CONFIDENCE_THRESHOLD",
         "RAG_MIN_RELEVANT_DOCS",
+        "RAG_MAX_RETRIEVALS",
         "RAG_RELEVANCE_PREFILTER",
         "RAG_FAITHFULNESS_RISK_VETO",
         "RAG_EXCERPT_CHARS",

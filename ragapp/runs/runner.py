@@ -44,6 +44,7 @@ def limits_from_settings() -> GraphLimits:
         relevance_threshold=settings.RAG_RELEVANCE_THRESHOLD,
         relevance_gate=settings.RAG_RELEVANCE_GATE,
         min_relevant_docs=settings.RAG_MIN_RELEVANT_DOCS,
+        max_retrievals=settings.RAG_MAX_RETRIEVALS,
         answer_confidence_threshold=settings.RAG_ANSWER_CONFIDENCE_THRESHOLD,
         grade_concurrency=settings.RAG_GRADE_CONCURRENCY,
         prefilter_similarity=settings.RAG_RELEVANCE_PREFILTER,

@@ -114,6 +114,20 @@ def test_force_pass_on_the_third_retrieval_gives_the_fallback_without_a_model_ca
     assert run.iteration_count == 3
 
 
+def test_with_one_retrieval_nothing_relevant_is_refused_without_broadening(
+    knowledge_base, models, script
+):
+    script.relevance = lambda q, doc: 0.0
+    run = ask("What is the refund policy for enterprise customers?", models, max_retrievals=1)
+
+    assert kinds(run) == ["retrieve", "grade", "grade", "grade_docs", "generate", "answer", "done"]
+    assert "broaden" not in script.calls and "generate" not in script.calls
+    assert run.status == QueryRun.Status.REFUSED
+    assert run.response_metadata["refusal_reason"] == "no_relevant_documents"
+    assert run.iteration_count == 1
+    assert run.response_metadata["settings"]["max_retrievals"] == 1
+
+
 def test_refined_once_then_answered(knowledge_base, models, script):
     scores = iter([0.5, 0.9])
     script.relevance = lambda q, doc: 1.0

@@ -32,6 +32,11 @@ def test_the_third_retrieval_forces_generate_even_with_nothing_relevant():
     assert after_grade_docs({"filtered_documents": [], "iteration_count": 3}, LIMITS) == "generate"
 
 
+def test_a_single_allowed_retrieval_is_the_last_one():
+    state = {"filtered_documents": [], "iteration_count": 1}
+    assert after_grade_docs(state, GraphLimits(max_retrievals=1)) == "generate"
+
+
 def test_min_relevant_docs_is_respected():
     limits = GraphLimits(min_relevant_docs=2)
     state = {"filtered_documents": [DOC], "iteration_count": 1}

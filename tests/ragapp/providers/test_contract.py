@@ -274,8 +274,18 @@ def test_settings_accept_each_registered_name_with_its_declared_defaults(name, t
     assert fresh["RAG_FAITHFULNESS_JUDGE"] == chat.faithfulness_judge
     assert fresh["RAG_LLM_TIMEOUT"] == chat.timeout_s
     assert fresh["RAG_FAITHFULNESS_RISK_VETO"] is chat.risk_veto
+    assert fresh["RAG_MAX_RETRIEVALS"] == chat.max_retrievals
     assert fresh["RAG_EMBEDDING_BATCH_SIZE"] == embeddings.batch_size
     assert fresh["RAG_RELEVANCE_PREFILTER"] == embeddings.relevance_prefilter
+
+
+def test_the_local_model_searches_once_and_capable_models_broaden_as_the_seed_does(tmp_path):
+    assert fresh_settings(tmp_path, RAG_CHAT_PROVIDER="local")["RAG_MAX_RETRIEVALS"] == 1
+    assert fresh_settings(tmp_path, RAG_CHAT_PROVIDER="openai")["RAG_MAX_RETRIEVALS"] == 3
+    overridden = fresh_settings(tmp_path, RAG_CHAT_PROVIDER="local", RAG_MAX_RETRIEVALS="3")
+    assert overridden["RAG_MAX_RETRIEVALS"] == 3
+    with pytest.raises(ImproperlyConfigured, match="RAG_MAX_RETRIEVALS=0 must be at least 1"):
+        fresh_settings(tmp_path, RAG_MAX_RETRIEVALS="0")
 
 
 @pytest.mark.parametrize("setting", ["RAG_CHAT_PROVIDER", "RAG_EMBEDDING_PROVIDER"])
