@@ -81,9 +81,30 @@ def before(question: str, retriever, model, usage) -> float:
     return time.perf_counter() - started
 
 
+def start_without_prompt_memory() -> None:
+    """Start the local model's server without llama.cpp's host-memory prompt cache.
+
+    That cache (`cache_ram_mib`, 8 GiB by default) keeps earlier prompts and restores the longest
+    match, so an arm asking a question the arm before it asked would find its documents already
+    read; `forget_prompt` alone cannot stop that. The product keeps the cache: within a run the
+    slot's own cache serves the shared documents prefix either way.
+    """
+    from django.conf import settings
+
+    from ragapp.providers import local_llm
+
+    name = settings.RAG_GENERATION_MODEL
+    with local_llm._servers_lock:
+        local_llm._servers[name] = local_llm._start(
+            name, lambda params: setattr(params, "cache_ram_mib", 0)
+        )
+
+
 def forget_prompt(model, usage) -> None:
     """Make the server's one slot hold an unrelated prompt, so no arm reads the documents the
-    arm before it left in the prompt cache (two arms of the graph share their first chunk)."""
+    arm before it left in the prompt cache (two arms of the graph share their first chunk).
+
+    With the host-memory prompt cache off (`start_without_prompt_memory`)."""
     from langchain_core.messages import HumanMessage
 
     from ragapp.graph.judges import text_call
@@ -124,6 +145,7 @@ def main() -> dict:
 
         call_command("ingest_docs", str(settings.BASE_DIR / "docs"), stdout=io.StringIO())
         retriever = build_retriever(mode=settings.RAG_RETRIEVAL_MODE, embeddings=get_embeddings())
+        start_without_prompt_memory()
         model = get_chat_models().generator
         old, per_document, new, nodes = [], [], [], {}
         arms = ["before", "per-document", "now"]
