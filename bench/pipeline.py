@@ -104,7 +104,8 @@ def forget_prompt(model, usage) -> None:
     """Make the server's one slot hold an unrelated prompt, so no arm reads the documents the
     arm before it left in the prompt cache (two arms of the graph share their first chunk).
 
-    With the host-memory prompt cache off (`start_without_prompt_memory`)."""
+    That holds only with the host-memory prompt cache off (`start_without_prompt_memory`).
+    """
     from langchain_core.messages import HumanMessage
 
     from ragapp.graph.judges import text_call
