@@ -20,7 +20,6 @@ fact, answered without, refused) differs between the arms.
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import statistics
 import sys
@@ -30,7 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _django import throwaway_django
-from pipeline import GOLDEN, forget_prompt, percentile, start_without_prompt_memory
+from pipeline import GOLDEN, docs_and_local_model, forget_prompt, percentile
 
 
 def run_once(item, max_retrievals: int) -> tuple[float, str, bool]:
@@ -62,16 +61,11 @@ def main() -> dict:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     with throwaway_django(RAG_EMBEDDING_PROVIDER="local", RAG_CHAT_PROVIDER="local"):
-        from django.conf import settings
-        from django.core.management import call_command
-
         from ragapp.evaluation.golden import load_golden, sample_items
         from ragapp.graph.context import Usage
-        from ragapp.providers.chat import get_chat_models
 
-        call_command("ingest_docs", str(settings.BASE_DIR / "docs"), stdout=io.StringIO())
-        start_without_prompt_memory()  # or an arm finds the other arm's documents already read
-        model = get_chat_models().generator
+        # Without the host-memory prompt cache: or an arm finds the other's documents read.
+        model = docs_and_local_model()
         items = sample_items(load_golden(GOLDEN), args.questions)
         seconds: dict[int, list[float]] = {3: [], 1: []}
         outcomes: dict[int, list[str]] = {3: [], 1: []}

@@ -81,6 +81,19 @@ def before(question: str, retriever, model, usage) -> float:
     return time.perf_counter() - started
 
 
+def docs_and_local_model():
+    """Ingest this repository's docs into the throwaway knowledge base; the local chat model,
+    its server started without llama.cpp's host-memory prompt cache."""
+    from django.conf import settings
+    from django.core.management import call_command
+
+    from ragapp.providers.chat import get_chat_models
+
+    call_command("ingest_docs", str(settings.BASE_DIR / "docs"), stdout=io.StringIO())
+    start_without_prompt_memory()
+    return get_chat_models().generator
+
+
 def start_without_prompt_memory() -> None:
     """Start the local model's server without llama.cpp's host-memory prompt cache.
 
@@ -137,17 +150,13 @@ def main() -> dict:
     args = parser.parse_args()
     with throwaway_django(RAG_EMBEDDING_PROVIDER="local", RAG_CHAT_PROVIDER="local"):
         from django.conf import settings
-        from django.core.management import call_command
 
         from ragapp.graph.context import Usage
         from ragapp.providers import get_embeddings
-        from ragapp.providers.chat import get_chat_models
         from ragapp.retrieval.retrievers import build_retriever
 
-        call_command("ingest_docs", str(settings.BASE_DIR / "docs"), stdout=io.StringIO())
+        model = docs_and_local_model()
         retriever = build_retriever(mode=settings.RAG_RETRIEVAL_MODE, embeddings=get_embeddings())
-        start_without_prompt_memory()
-        model = get_chat_models().generator
         old, per_document, new, nodes = [], [], [], {}
         arms = ["before", "per-document", "now"]
         for i, question in enumerate(questions(args.questions)):
