@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from langchain_core.exceptions import OutputParserException
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage
 from openai import LengthFinishReasonError
 from pydantic import BaseModel, ValidationError
 
@@ -132,6 +133,7 @@ def describe_problem(problem: object) -> str:
 class TextReply:
     text: str
     cut: bool  # the reply stopped at `max_tokens`, not where the model ended it
+    stopped: bool = False  # `stop_when` ended the reply before the model did
 
 
 def text_reply(
@@ -140,20 +142,62 @@ def text_reply(
     *,
     usage: Usage,
     max_tokens: int | None = None,
+    stop_when: Callable[[str], bool] | None = None,
 ) -> TextReply:
-    """Ask `model` for free text (at most `max_tokens` tokens, when given)."""
+    """Ask `model` for free text (at most `max_tokens` tokens, when given).
+
+    With `stop_when`, the reply is streamed and read only until `stop_when(text so far)` holds:
+    closing the stream closes the connection, and the server stops writing.
+    """
     runnable = model.bind(max_tokens=max_tokens) if max_tokens else model
+    stopped = False
     with explained_failures(model):
-        message = runnable.invoke(messages)
+        if stop_when is None:
+            message = runnable.invoke(messages)
+        else:
+            message, stopped = _streamed(runnable, messages, stop_when)
     usage.add(model_name(model), message)
-    content = message.content
-    if isinstance(content, list):  # some servers return content parts
-        content = "".join(
-            part.get("text", "") if isinstance(part, dict) else str(part) for part in content
-        )
     # OpenAI-compatible servers say "length" when the reply ran into its max_tokens.
     cut = (message.response_metadata or {}).get("finish_reason") == "length"
-    return TextReply(str(content).strip(), cut)
+    return TextReply(_text(message.content).strip(), cut and not stopped, stopped)
+
+
+def _text(content) -> str:
+    if isinstance(content, list):  # some servers return content parts
+        return "".join(
+            part.get("text", "") if isinstance(part, dict) else str(part) for part in content
+        )
+    return str(content)
+
+
+def _streamed(runnable, messages: list[BaseMessage], stop_when: Callable[[str], bool]):
+    """The streamed reply as one message, and whether `stop_when` ended it early.
+
+    A reply ended early never gets the server's usage report, which comes with the last chunk:
+    its output tokens are counted from the stream (llama.cpp and OpenAI send one token a chunk)
+    and its prompt tokens are not known, so they count as 0.
+    """
+    message: AIMessage | None = None
+    pieces = 0
+    stream = runnable.stream(messages, stream_usage=True)
+    try:
+        for chunk in stream:
+            message = chunk if message is None else message + chunk
+            pieces += bool(chunk.content)
+            if stop_when(_text(message.content)):
+                text = _text(message.content)
+                return AIMessage(
+                    content=text,
+                    response_metadata={"finish_reason": "stop_when"},
+                    usage_metadata={
+                        "input_tokens": 0,
+                        "output_tokens": pieces,
+                        "total_tokens": pieces,
+                    },
+                ), True
+    finally:
+        stream.close()  # ends the HTTP response: llama.cpp stops generating when it is closed
+    return message if message is not None else AIMessage(content=""), False
 
 
 def text_call(

@@ -27,7 +27,7 @@ from ragapp.graph.judges import (
     text_reply,
     unsupported_specifics,
 )
-from ragapp.graph.repetition import without_repetition, without_unfinished_tail
+from ragapp.graph.repetition import repeats_already, without_repetition, without_unfinished_tail
 from ragapp.graph.state import AnswerGrade, DocGrade, RAGState, RetrievedDoc, usable_numbers
 from ragapp.retrieval.coverage import UNKNOWN_NAMES_REASON, technical_names
 from ragapp.trace.kinds import EventKind
@@ -415,6 +415,9 @@ def generate(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
             ),
             usage=ctx.usage,
             max_tokens=ctx.limits.answer_max_tokens or None,
+            # A loop is cut from the answer anyway: stop the model at its first copy instead of
+            # letting it write copies to its token cap (up to 20 s of a run on two cores).
+            stop_when=lambda text: repeats_already(_unwrapped(text)),
         )
         written = _unwrapped(reply.text)
         finished = without_unfinished_tail(written) if reply.cut else written
@@ -428,6 +431,8 @@ def generate(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
             "answer_chars": len(answer),
             # Whether the reply ran into RAG_ANSWER_MAX_TOKENS, and the unfinished tail then cut.
             "capped": reply.cut,
+            # Whether the reply was stopped while being written because it had begun to repeat.
+            "stopped_repeating": reply.stopped,
             "unfinished_cut_chars": len(written) - len(finished),
             # Characters cut because the model started repeating itself (repetition.py).
             "repetition_cut_chars": len(finished) - len(answer),

@@ -6,6 +6,10 @@ is successful, ..." fifteen times, from the 1.5B model on this documentation). W
 the loop is a real answer; the loop adds nothing, and the answer check would spend a model call
 on each copy.
 
+The check also runs while the answer is being written (`repeats_already`): the generator stops
+reading the model's reply at the first loop, so the model does not spend the rest of its token cap
+writing copies that would be cut anyway.
+
 An answer that ran into its token cap (`RAG_ANSWER_MAX_TOKENS`) ends mid-sentence, or inside a
 code block; what was finished is kept and the unfinished tail goes.
 """
@@ -99,3 +103,18 @@ def without_unfinished_tail(answer: str) -> str:
         return answer
     offset, text = units[-1]
     return answer[: offset + len(text)].rstrip()
+
+
+def repeats_already(partial: str) -> bool:
+    """Whether a reply still being written already repeats itself in its finished part.
+
+    Its last sentence (or line, or code block) may still grow, so only what comes before it is
+    looked at. A sentence or code block once followed by another never changes, so the cut that
+    `without_repetition` then makes is the one it would make on the whole reply: stopping the
+    reply here changes nothing in the answer but its length on the wire.
+    """
+    units = _units(partial)
+    if len(units) < 2:
+        return False
+    finished = partial[: units[-1][0]]
+    return without_repetition(finished) != finished

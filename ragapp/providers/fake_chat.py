@@ -16,8 +16,8 @@ from typing import Any
 
 from django.conf import settings
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import RunnableLambda
 from pydantic import BaseModel, ConfigDict
 
@@ -82,6 +82,7 @@ class FakeScript:
     invalid_output_for: set[str] = field(default_factory=set)  # schema names answering garbage
     calls: list[str] = field(default_factory=list)  # task names, in call order
     answer_caps: list[int | None] = field(default_factory=list)  # max_tokens of each generate
+    streamed: list[int] = field(default_factory=list)  # chunks each stream handed out, in order
 
 
 class FakeChatModel(BaseChatModel):
@@ -133,6 +134,23 @@ class FakeChatModel(BaseChatModel):
                 message = _message(prompt, capped, finish_reason="length")
                 return ChatResult(generations=[ChatGeneration(message=message)])
         return ChatResult(generations=[ChatGeneration(message=_message(prompt, text))])
+
+    def _stream(self, messages: list[BaseMessage], stop=None, run_manager=None, **kwargs):
+        """The reply `_generate` gives, a word a chunk as a server streams its tokens, then a
+        last chunk with the finish reason and the usage. `script.streamed` counts the chunks the
+        caller took: a caller that stops reading early leaves the rest unwritten."""
+        message = self._generate(messages, stop, run_manager, **kwargs).generations[0].message
+        self.script.streamed.append(0)
+        for word in re.findall(r"\s*\S+", message.content):
+            self.script.streamed[-1] += 1
+            yield ChatGenerationChunk(message=AIMessageChunk(content=word))
+        yield ChatGenerationChunk(
+            message=AIMessageChunk(
+                content="",
+                response_metadata=message.response_metadata,
+                usage_metadata=message.usage_metadata,
+            )
+        )
 
     def with_structured_output(self, schema, *, include_raw: bool = False, **kwargs: Any):
         """Answer with a `schema` instance computed by the script."""

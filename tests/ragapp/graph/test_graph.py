@@ -463,8 +463,24 @@ def test_an_answer_is_capped_and_cut_where_the_model_starts_repeating_itself(
     assert script.answer_caps == [200]
     assert run.answer == "Beta starts with beta serve [1].\nIt listens on port 9000 [1]."
     generate = payloads(run, "generate")[0]
-    assert generate["repetition_cut_chars"] == len(loop) - len(run.answer)
+    # The reply was read only until its first copy was finished: the next line's first word.
+    assert generate["stopped_repeating"] is True and generate["capped"] is False
+    assert script.streamed == [len("Beta starts with beta serve [1].".split()) * 2 + 7]
+    assert generate["repetition_cut_chars"] == len("\nBeta starts with beta serve [1].\nIt")
     assert generate["answer_chars"] == len(run.answer)
+    # Its output tokens are counted from the stream: the server's report never came.
+    assert run.response_metadata["tokens"]["fake-chat"]["output"] >= script.streamed[0]
+
+
+def test_a_reply_that_does_not_repeat_is_read_to_its_end(knowledge_base, models, script):
+    script.relevance = lambda q, doc: 1.0
+    answer = "Beta starts with beta serve [1]. It listens on port 9000 [1]."
+    script.generate = lambda q, docs: answer
+    run = ask("How do I start the beta service?", models)
+
+    assert run.answer == answer
+    assert script.streamed == [len(answer.split())]
+    assert payloads(run, "generate")[0]["stopped_repeating"] is False
 
 
 def test_an_answer_that_runs_into_its_cap_ends_at_its_last_whole_sentence(

@@ -2,7 +2,7 @@
 
 import pytest
 
-from ragapp.graph.repetition import without_repetition, without_unfinished_tail
+from ragapp.graph.repetition import repeats_already, without_repetition, without_unfinished_tail
 
 LOOP = """To re-embed:
 
@@ -95,3 +95,45 @@ def test_an_answer_cut_inside_its_first_sentence_is_kept_as_it_is():
     assert without_unfinished_tail("The setting that controls it is") == (
         "The setting that controls it is"
     )
+
+
+# Replies as the model writes them, loops and not, to stream a character at a time.
+LOOPING = [
+    LOOP,
+    "POST /api/rag returns 202 Accepted [1]. The run executes in the background [1]. "
+    "The run executes in the background [1]. The run executes in the background [1].",
+    "Formats:\n\n- Markdown\n- HTML\n- YAML\n- JSON\n- YAML\n- JSON\n- YAML\n- JSON\n- YAML",
+    "Run it:\n```bash\nuv run python manage.py ingest_docs docs\n```\nThen again:\n"
+    "```bash\nuv run python manage.py ingest_docs docs\n```\nThen again:\n```bash\nuv run",
+    "Beta starts with beta serve [1].\nIt listens on port 9000 [1].\n" * 3,
+]
+NOT_LOOPING = [
+    "Run `ingest_docs --reembed` [1].\n\nIt rebuilds the index [1].",
+    "For example:\n```\na\n```\nFor example:\n```\nb\n```",
+    "Reading:\n- `-in`\n- `-out`\n\nWriting:\n- `-in`\n- `-out`",
+    # A sentence that begins like an earlier one and goes on otherwise is no copy.
+    "Run the command [1]. Run the command again with --force [1]. Run the command [1]x",
+]
+
+
+@pytest.mark.parametrize("reply", LOOPING)
+def test_a_loop_is_seen_while_it_is_written_and_cut_where_the_whole_reply_is(reply):
+    fired = [i for i in range(1, len(reply) + 1) if repeats_already(reply[:i])]
+    assert fired and fired[0] < len(reply)  # before the model got to the end
+    # However much more it writes, what is left is the cut of the whole reply.
+    for i in fired:
+        assert without_repetition(reply[:i]) == without_repetition(reply)
+
+
+@pytest.mark.parametrize("reply", NOT_LOOPING)
+def test_a_reply_that_does_not_repeat_itself_is_never_stopped(reply):
+    assert not any(repeats_already(reply[:i]) for i in range(1, len(reply) + 1))
+
+
+def test_the_last_sentence_is_not_judged_while_it_may_still_grow():
+    # The last "Run the command again [1]." could still go on ("... again [1]. Then ..." is the
+    # same sentence, but "again [1]" could be "again [1] with --force"): only a sentence that
+    # another follows is finished.
+    first = "Run the command again [1]. It is safe to do so [1]. Run the command again [1]."
+    assert not repeats_already(first)
+    assert repeats_already(first + " It")

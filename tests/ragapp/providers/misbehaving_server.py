@@ -9,6 +9,7 @@ Every request that reaches it is recorded as an `Attempt`: when it arrived, when
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -63,6 +64,25 @@ def completion(content: str, *, model: str = "faulty-model") -> dict:
         ],
         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
     }
+
+
+def server_sent_events(body: dict) -> str:
+    """A completion `body` as a streamed reply: a chunk a word, the finish reason, the usage."""
+    choice = body["choices"][0]
+    words = re.findall(r"\s*\S+", choice["message"]["content"] or "")
+    deltas = [{"role": "assistant", "content": word} for word in words]
+    chunks = [
+        {"choices": [{"index": 0, "delta": delta, "finish_reason": None}]} for delta in deltas
+    ]
+    chunks.append(
+        {"choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]}
+    )
+    chunks.append({"choices": [], "usage": body["usage"]})
+    common = {"id": body["id"], "object": "chat.completion.chunk", "created": body["created"]}
+    events = [
+        f"data: {json.dumps({**common, 'model': body['model'], **chunk})}\n\n" for chunk in chunks
+    ]
+    return "".join(events) + "data: [DONE]\n\n"
 
 
 def error_body(message: str, kind: str = "server_error") -> dict:
@@ -174,11 +194,16 @@ def _handler_for(owner: MisbehavingModelServer) -> type[BaseHTTPRequestHandler]:
                 self.close_connection = True
                 return
             payload = reply.body if reply.body is not None else ""
-            data = (payload if isinstance(payload, str) else json.dumps(payload)).encode()
+            streamed = body.get("stream") and reply.status == 200 and isinstance(payload, dict)
+            if streamed:  # a streamed request gets its completion as server-sent events
+                data = server_sent_events(payload).encode()
+            else:
+                data = (payload if isinstance(payload, str) else json.dumps(payload)).encode()
             attempt.replied = time.monotonic()
             try:
                 self.send_response(reply.status)
-                self.send_header("Content-Type", "application/json")
+                kind = "text/event-stream" if streamed else "application/json"
+                self.send_header("Content-Type", kind)
                 self.send_header("Content-Length", str(len(data)))
                 for name, value in reply.headers.items():
                     self.send_header(name, value)

@@ -192,6 +192,30 @@ def test_openai_code_path_gives_structured_grades_and_a_generation(
     assert usage.tokens["smollm2"]["input"] > 0 and usage.tokens["smollm2"]["output"] > 0
 
 
+def test_a_streamed_reply_is_read_until_the_caller_stops_it(openai_provider_on_local_server):
+    """The stream the generator reads a loop through: stopping it early ends the reply, the
+    tokens read are counted, and the server takes the next request at once."""
+    models = openai_provider_on_local_server
+    usage = Usage()
+    messages = prompts.generate_messages("How do I restart the worker?", [DOC])
+    whole = text_reply(models.generator, messages, usage=usage, max_tokens=48)
+    assert not whole.stopped and whole.text
+
+    seen: list[str] = []
+
+    def enough(text: str) -> bool:
+        seen.append(text)
+        return len(seen) == 3
+
+    stopped = text_reply(models.generator, messages, usage=usage, max_tokens=48, stop_when=enough)
+    assert stopped.stopped and not stopped.cut
+    assert stopped.text == seen[-1].strip() and whole.text.startswith(stopped.text)
+    after = usage.tokens["smollm2"]
+    assert after["calls"] == 2 and after["output"] >= 3  # counted from the stream
+    # The server is free again: the next reply is the whole one, the same as before.
+    assert text_reply(models.generator, messages, usage=usage, max_tokens=48).text == whole.text
+
+
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_the_local_provider_answers_a_real_question_from_the_bundled_docs(settings):
