@@ -79,19 +79,21 @@ def main() -> dict:
         seconds: dict[str, list[float]] = {"whole": [], "stopped": []}
         differ, stopped_runs = [], 0
         for i, qid in enumerate(args.ids):
-            answers = {}
+            answers, stopped_here = {}, False
             for arm in ("whole", "stopped") if i % 2 == 0 else ("stopped", "whole"):
                 forget_prompt(model, Usage())
                 took, status, answer, stopped = run_once(by_id[qid], arm == "stopped")
                 seconds[arm].append(took)
                 answers[arm] = (status, answer)
-                stopped_runs += stopped and arm == "stopped"
+                stopped_here |= stopped and arm == "stopped"
+            stopped_runs += stopped_here
             same = answers["whole"] == answers["stopped"]
             if not same:
                 differ.append(qid)
             print(
                 f"  whole {seconds['whole'][-1]:5.1f} s  stopped {seconds['stopped'][-1]:5.1f} s  "
-                f"{answers['stopped'][0]:8} {'same answer' if same else 'ANSWERS DIFFER'}  {qid}",
+                f"{answers['stopped'][0]:8} {'same answer' if same else 'ANSWERS DIFFER'}  "
+                f"{'stopped early' if stopped_here else 'read to its end':15}  {qid}",
                 flush=True,
             )
     result = {"questions": len(args.ids), "stopped_early": stopped_runs, "answers_differ": differ}
