@@ -156,6 +156,11 @@ class GeneratePayload(serializers.Serializer):
         help_text="Characters cut where the model started repeating itself (not for the "
         "fallback; absent in older runs).",
     )
+    stopped_repeating = serializers.BooleanField(
+        required=False,
+        help_text="Whether the reply was stopped while being written, at its first finished "
+        "copy of a sentence or code block (not for the fallback; absent in older runs).",
+    )
     duration_ms = serializers.FloatField(required=False, help_text="Absent for the fallback.")
 
 

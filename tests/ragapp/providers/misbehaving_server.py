@@ -45,6 +45,10 @@ class Reply:
     delay_s: float = 0.0  # wait this long before answering (longer than the timeout: a hang)
     shut_down_first: bool = False  # stop listening before answering: later connects are refused
     drop: bool = False  # close the connection without a word (the client sees it reset)
+    # A streamed reply that breaks off: only this many of its events are sent, then the server
+    # waits `stall_s` (longer than the timeout: a stall mid-answer) and hangs up.
+    stream_events: int | None = None
+    stall_s: float = 0.0
 
 
 def completion(content: str, *, model: str = "faulty-model") -> dict:
@@ -208,6 +212,12 @@ def _handler_for(owner: MisbehavingModelServer) -> type[BaseHTTPRequestHandler]:
                 for name, value in reply.headers.items():
                     self.send_header(name, value)
                 self.end_headers()
+                if streamed and reply.stream_events is not None:
+                    events = data.decode().split("\n\n")[: reply.stream_events]
+                    self.wfile.write("".join(event + "\n\n" for event in events).encode())
+                    self.wfile.flush()
+                    owner._stop.wait(reply.stall_s)
+                    return  # the rest of the promised body never comes
                 self.wfile.write(data)
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client timed out and left

@@ -344,3 +344,38 @@ def test_the_live_stream_of_a_failed_run_ends_with_error_then_done_and_closes(se
     assert "HTTP 503" in run.error
     assert events[-2]["payload"]["message"] == public_message(run.error)
     assert_no_key(raw)
+
+
+def test_an_answer_whose_stream_breaks_off_fails_the_run_and_says_why(
+    knowledge_base, users, openai_chat, caplog
+):
+    def break_off(attempt: Attempt) -> Reply:
+        if attempt.schema is None:  # the answer: three words of it, then the server hangs up
+            return Reply(body=completion(ANSWER), stream_events=3)
+        return healthy(attempt)
+
+    with MisbehavingModelServer(break_off) as server:
+        run = run_against(server, openai_chat, users)
+
+    assert [a.schema for a in server.attempts] == ["DocumentRelevance", None]
+    assert_failed_visibly(
+        run, caplog, "peer closed connection without sending complete message body"
+    )
+    # Half an answer is never checked or shown as if it were the whole one.
+    assert kinds(run) == ["retrieve", "grade", "grade_docs", "error", "done"]
+
+
+def test_an_answer_whose_stream_stalls_times_out_and_fails_the_run(
+    knowledge_base, users, openai_chat, caplog
+):
+    def stall(attempt: Attempt) -> Reply:
+        if attempt.schema is None:
+            return Reply(body=completion(ANSWER), stream_events=3, stall_s=TIMEOUT_S * 10)
+        return healthy(attempt)
+
+    with MisbehavingModelServer(stall) as server:
+        run = run_against(server, openai_chat, users)
+
+    assert [a.schema for a in server.attempts] == ["DocumentRelevance", None]
+    assert_failed_visibly(run, caplog, "did not answer within 1 s (RAG_LLM_TIMEOUT)")
+    assert kinds(run) == ["retrieve", "grade", "grade_docs", "error", "done"]
