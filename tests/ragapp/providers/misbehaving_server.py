@@ -2,7 +2,9 @@
 
 It runs in a thread of the test process on 127.0.0.1. A `behave(attempt)` function decides each
 reply: a normal completion, an HTTP error with headers, a pause longer than the client's timeout,
-a dropped connection, or shutting the whole server down (so later connections are refused).
+a dropped connection, a streamed reply that breaks off or stalls midway, or shutting the whole
+server down (so later connections are refused). A request with `"stream": true` gets its
+completion as server-sent events, as from a real OpenAI-compatible server.
 Every request that reaches it is recorded as an `Attempt`: when it arrived, when it was answered.
 """
 

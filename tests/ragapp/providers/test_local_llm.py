@@ -194,7 +194,7 @@ def test_openai_code_path_gives_structured_grades_and_a_generation(
 
 def test_a_streamed_reply_is_read_until_the_caller_stops_it(openai_provider_on_local_server):
     """The stream the generator reads a loop through: stopping it early ends the reply, the
-    tokens read are counted, and the server takes the next request at once."""
+    tokens read are counted, and the server answers the next request in full."""
     models = openai_provider_on_local_server
     usage = Usage()
     messages = prompts.generate_messages("How do I restart the worker?", [DOC])
