@@ -40,7 +40,11 @@ DID_NOT = ["docs-001", "docs-020", "docs-040", "docs-060"]
 
 
 def run_once(question: str, stop: bool) -> tuple[float, str, str, bool]:
-    """Seconds, status, answer and whether the reply was stopped early, for one arm."""
+    """Seconds, status, answer and whether the reply was stopped early, for one arm.
+
+    The `whole` arm swaps the node's `text_reply` for one that drops `stop_when`, which is the
+    code before exactly: `invoke`, no stream. It is put back after every run.
+    """
     from ragapp.graph import judges, nodes
     from ragapp.runs.runner import execute_run
     from ragapp.services import run_create
@@ -85,7 +89,7 @@ def main() -> dict:
                 took, status, answer, stopped = run_once(by_id[qid], arm == "stopped")
                 seconds[arm].append(took)
                 answers[arm] = (status, answer)
-                stopped_here |= stopped and arm == "stopped"
+                stopped_here |= stopped  # only the stopped arm can stop
             stopped_runs += stopped_here
             same = answers["whole"] == answers["stopped"]
             if not same:

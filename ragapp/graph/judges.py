@@ -159,7 +159,7 @@ def text_reply(
     usage.add(model_name(model), message)
     # OpenAI-compatible servers say "length" when the reply ran into its max_tokens.
     cut = (message.response_metadata or {}).get("finish_reason") == "length"
-    return TextReply(_text(message.content).strip(), cut and not stopped, stopped)
+    return TextReply(_text(message.content).strip(), cut, stopped)
 
 
 def _text(content) -> str:
@@ -170,7 +170,9 @@ def _text(content) -> str:
     return str(content)
 
 
-def _streamed(runnable, messages: list[BaseMessage], stop_when: Callable[[str], bool]):
+def _streamed(
+    runnable, messages: list[BaseMessage], stop_when: Callable[[str], bool]
+) -> tuple[AIMessage, bool]:
     """The streamed reply as one message, and whether `stop_when` ended it early.
 
     A reply ended early never gets the server's usage report, which comes with the last chunk:
