@@ -460,6 +460,9 @@ RAG_LLM_MAX_RETRIES = env_int("RAG_LLM_MAX_RETRIES", 3)
 RAG_LOCAL_CONTEXT = env_int("RAG_LOCAL_CONTEXT", 8192, minimum=512)
 RAG_LOCAL_THREADS = env_int("RAG_LOCAL_THREADS", 0)
 RAG_LOCAL_MAX_TOKENS = env_int("RAG_LOCAL_MAX_TOKENS", 512, minimum=16)
+# A second llama.cpp server per local model, its weights not repacked, reads the documents for
+# the judges and hands its KV cache to the writing server (local_llm.local_reader_server).
+RAG_LOCAL_READER = env_bool("RAG_LOCAL_READER", True)
 
 RAG_TOP_K = env_int("RAG_TOP_K", 5, minimum=1)
 # The seed's thresholds are for scores a judge states; a yes/no probability has its own scale,

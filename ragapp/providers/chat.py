@@ -53,18 +53,21 @@ def clear_chat_models_cache() -> None:
 
 def _build(provider: str, names: dict[str, str]) -> ChatModels:
     declared = get_provider(provider, setting="RAG_CHAT_PROVIDER").chat
-    make = import_string(declared.build)
-    built: dict[str, BaseChatModel] = {}  # one client per distinct model name
+    makers = {"writer": import_string(declared.build)}
+    # Grading reads the documents and writes a verdict; a provider may serve it apart.
+    makers["reader"] = import_string(declared.build_reader) if declared.build_reader else None
+    built: dict[tuple[str, str], BaseChatModel] = {}  # one client per role and model name
 
-    def get(name: str) -> BaseChatModel:
-        key = "" if declared.one_model_for_every_job else name
+    def get(name: str, role: str = "writer") -> BaseChatModel:
+        role = role if makers[role] else "writer"
+        key = (role, "" if declared.one_model_for_every_job else name)
         if key not in built:
-            built[key] = make(name)
+            built[key] = makers[role](name)
         return built[key]
 
     return ChatModels(
         generator=get(names["generation"]),
-        grader=get(names["grading"]),
+        grader=get(names["grading"], "reader"),
         broadener=get(names["broadening"]),
         relevance_method=settings.RAG_RELEVANCE_JUDGE,
         faithfulness_method=settings.RAG_FAITHFULNESS_JUDGE,

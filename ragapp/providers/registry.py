@@ -58,6 +58,9 @@ class ChatDeclaration:
     faithfulness_judge: str  # default RAG_FAITHFULNESS_JUDGE
     timeout_s: float  # default RAG_LLM_TIMEOUT
     risk_veto: bool  # default RAG_FAITHFULNESS_RISK_VETO
+    # dotted path like `build`, for the client of the grading job when the provider serves
+    # reading and judging apart from writing; "" means `build` for every job.
+    build_reader: str = ""
     bounded_schemas: bool = False  # cap string and list lengths in structured-output schemas
     one_model_for_every_job: bool = False  # build one model, whatever each job's name
     runs_locally: bool = False  # no per-token price: a run costs $0 (ragapp/pricing.py)
@@ -97,6 +100,7 @@ PROVIDERS: dict[str, Provider] = {
             ),
             chat=ChatDeclaration(
                 build="ragapp.providers.local_llm.local_chat_model",
+                build_reader="ragapp.providers.local_llm.local_reader_chat_model",
                 status="ragapp.providers.local_llm.local_chat_status",
                 generation_model="qwen2.5-coder-1.5b",
                 grader_model="qwen2.5-coder-1.5b",

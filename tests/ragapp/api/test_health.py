@@ -58,6 +58,7 @@ def test_health_with_no_key_is_200_and_builds_no_client(
     assert all(m["ready"] and not m["loaded"] for m in chat_status["models"].values())
     assert body["providers"]["embedding"]["model"] == "local/all-MiniLM-L6-v2-int8"
     assert chat._cache == {} and embeddings._cache == {} and local_llm._servers == {}
+    assert local_llm._readers == {}
 
 
 def test_openai_without_a_key_is_reported_degraded_not_an_error(

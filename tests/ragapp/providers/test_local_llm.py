@@ -1,9 +1,11 @@
 """The packaged local models: verified files, and the openai code path against a real server."""
 
 import hashlib
+import json
 import platform
 import re
 import sys
+import urllib.request
 from dataclasses import replace
 from io import StringIO
 from pathlib import Path
@@ -214,6 +216,88 @@ def test_a_streamed_reply_is_read_until_the_caller_stops_it(openai_provider_on_l
     assert after["calls"] == 2 and after["output"] >= 3  # counted from the stream
     # The server is free again: the next reply is the whole one, the same as before.
     assert text_reply(models.generator, messages, usage=usage, max_tokens=48).text == whole.text
+
+
+@pytest.fixture
+def local_provider_on_smollm2(settings):
+    """RAG_CHAT_PROVIDER=local with SmolLM2-135M for every job, reader and writer apart."""
+    settings.RAG_CHAT_PROVIDER = "local"
+    settings.RAG_GENERATION_MODEL = settings.RAG_GRADER_MODEL = "smollm2-135m"
+    settings.RAG_BROADEN_MODEL = "smollm2-135m"
+    settings.RAG_LOCAL_READER = True
+    clear_chat_models_cache()
+    yield get_chat_models()
+    clear_chat_models_cache()
+
+
+def _raw_chat(server: local_llm.LocalServer, content: str) -> dict:
+    """One request straight to a server, for llama.cpp's own count of the tokens it read."""
+    request = urllib.request.Request(
+        server.base_url + "/chat/completions",
+        data=json.dumps(
+            {"model": "m", "messages": [{"role": "user", "content": content}], "max_tokens": 1}
+        ).encode(),
+        headers={"Content-Type": "application/json", "Authorization": f"Bearer {server.api_key}"},
+    )
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return json.load(response)
+
+
+def test_the_judges_read_on_their_own_server_and_the_writer_takes_over_what_they_read(
+    local_provider_on_smollm2,
+):
+    models = local_provider_on_smollm2
+    reader = local_llm.local_reader_server("smollm2-135m")
+    writer = local_llm.local_server("smollm2-135m")
+    assert reader.base_url != writer.base_url
+    assert models.grader.openai_api_base == reader.base_url
+    assert models.generator.openai_api_base == writer.base_url
+    assert models.broadener is models.generator  # broadening writes a query
+
+    documents = "Restart the worker with `systemctl restart worker`. " * 40
+    _raw_chat(writer, "Something else entirely. " * 30)  # the writer holds another prompt
+    _raw_chat(reader, documents + "Does this answer how to restart the worker?")
+    assert local_llm.hand_off("smollm2-135m")
+    reply = _raw_chat(writer, documents + "How do I restart the worker?")
+    # The writer read only what follows the documents: the reader's KV cache replaced its own.
+    assert reply["timings"]["prompt_n"] < reply["usage"]["prompt_tokens"] / 4
+
+    # Through the product's clients: the generator hands off before it writes, and answers.
+    usage = Usage()
+    question = "How do I restart the worker?"
+    judged = yes_probability(
+        models.grader, prompts.relevance_yes_no_messages(question, [DOC], 1), usage=usage
+    )
+    assert 0.0 <= judged <= 1.0
+    written = text_reply(
+        models.generator, prompts.generate_messages(question, [DOC]), usage=usage, max_tokens=16
+    )
+    assert written.text and usage.tokens["smollm2-135m"]["calls"] == 2
+
+
+def test_a_failed_handoff_leaves_the_writer_to_read_its_prompt_itself(
+    local_provider_on_smollm2, monkeypatch, caplog
+):
+    """A writer started without a place for slot files (RAG_LOCAL_READER was off when it
+    started) refuses the restore: the handoff fails, the reply does not."""
+    local_llm.local_reader_server("smollm2-135m")
+    plain = local_llm._start("smollm2-135m", lambda params: setattr(params, "slot_save_path", ""))
+    monkeypatch.setitem(local_llm._servers, "smollm2-135m", plain)
+    assert local_llm.hand_off("smollm2-135m") is False
+    assert "KV handoff for smollm2-135m failed" in caplog.text
+    generator = local_llm.local_chat_model("smollm2-135m")
+    usage = Usage()
+    messages = prompts.generate_messages("How do I restart the worker?", [DOC])
+    assert text_reply(generator, messages, usage=usage, max_tokens=8).text
+    assert usage.tokens["smollm2-135m"]["calls"] == 1
+
+
+def test_without_a_reader_every_job_shares_the_one_server(local_provider_on_smollm2, settings):
+    settings.RAG_LOCAL_READER = False
+    clear_chat_models_cache()
+    models = get_chat_models()
+    assert models.grader.openai_api_base == models.generator.openai_api_base
+    assert type(models.generator).__name__ == "ChatOpenAI"  # no handoff before it writes
 
 
 @pytest.mark.slow
