@@ -132,7 +132,8 @@ def main() -> dict:
             for node, node_seconds in sorted(per_node[arm].items(), key=lambda kv: -kv[1])
         }
     for stat in ("p50", "p95", "mean"):
-        result[f"ratio_{stat}"] = round(result[f"reader_{stat}_s"] / result[f"one_server_{stat}_s"], 3)
+        reader, one = result[f"reader_{stat}_s"], result[f"one_server_{stat}_s"]
+        result[f"ratio_{stat}"] = round(reader / one, 3)
     print(
         f"one server: p50 {result['one_server_p50_s']} s, p95 {result['one_server_p95_s']} s, "
         f"mean {result['one_server_mean_s']} s; reader: p50 {result['reader_p50_s']} s, "
