@@ -153,9 +153,9 @@ def record(out: Path, signals: list[str]) -> None:
     from ragapp.graph.judges import lexical_verdict, yes_probability
     from ragapp.graph.state import RetrievedDoc
     from ragapp.providers import get_embeddings
-    from ragapp.providers.local_llm import local_chat_model
+    from ragapp.providers.local_llm import local_reader_chat_model
 
-    model = local_chat_model("qwen2.5-coder-1.5b")
+    model = local_reader_chat_model("qwen2.5-coder-1.5b")  # the judges' server, as in the product
     embeddings = get_embeddings() if "focus" in signals else None
     items = [json.loads(line) for line in SET.read_text().splitlines() if line.strip()]
     items = [i for i in items if i["kind"] == "faithfulness" and i.get("faithful") is not None]

@@ -109,9 +109,10 @@ def evaluate(model_name: str, method: str, items: list[dict], kinds=("relevance"
 
     from ragapp.graph.context import ChatModels, Usage
     from ragapp.graph.judges import JudgeError, judge_faithfulness, judge_relevance
-    from ragapp.providers.local_llm import local_chat_model
+    from ragapp.providers.local_llm import local_reader_chat_model
 
-    model = local_chat_model(model_name)
+    # The judges' client, as the product builds it: the reader's server (RAG_LOCAL_READER).
+    model = local_reader_chat_model(model_name)
     models = ChatModels(
         generator=model,
         grader=model,

@@ -95,35 +95,47 @@ def docs_and_local_model():
 
 
 def start_without_prompt_memory() -> None:
-    """Start the local model's server without llama.cpp's host-memory prompt cache.
+    """Start the local model's servers without llama.cpp's host-memory prompt cache.
 
     That cache (`cache_ram_mib`, 8 GiB by default) keeps earlier prompts and restores the longest
     match, so an arm asking a question the arm before it asked would find its documents already
     read; `forget_prompt` alone cannot stop that. The product keeps the cache: within a run the
-    slot's own cache serves the shared documents prefix either way.
+    slot's own cache serves the shared documents prefix either way. With `RAG_LOCAL_READER` the
+    judges' server is started the same way, its weights unrepacked as the product starts it.
     """
     from django.conf import settings
 
     from ragapp.providers import local_llm
 
+    def without_memory(params) -> None:
+        params.cache_ram_mib = 0
+
+    def reader_without_memory(params) -> None:
+        params.no_extra_bufts = True
+        params.cache_ram_mib = 0
+
     name = settings.RAG_GENERATION_MODEL
     with local_llm._servers_lock:
-        local_llm._servers[name] = local_llm._start(
-            name, lambda params: setattr(params, "cache_ram_mib", 0)
-        )
+        local_llm._servers[name] = local_llm._start(name, without_memory)
+        local_llm._readers[name] = local_llm._start(name, reader_without_memory)
 
 
 def forget_prompt(model, usage) -> None:
-    """Make the server's one slot hold an unrelated prompt, so no arm reads the documents the
+    """Make every server's one slot hold an unrelated prompt, so no arm reads the documents the
     arm before it left in the prompt cache (two arms of the graph share their first chunk).
 
     That holds only with the host-memory prompt cache off (`start_without_prompt_memory`).
+    `model` is any client of the model; both its servers (writer and reader) forget.
     """
     from langchain_core.messages import HumanMessage
 
     from ragapp.graph.judges import text_call
+    from ragapp.providers import local_llm
 
-    text_call(model, [HumanMessage("Reply with OK.")], usage=usage, max_tokens=1)
+    for servers in (local_llm._servers, local_llm._readers):
+        server = servers.get(model.model_name)
+        client = local_llm._client(local_llm.ChatOpenAI, server) if server else model
+        text_call(client, [HumanMessage("Reply with OK.")], usage=usage, max_tokens=1)
 
 
 def now(question: str, **overrides) -> tuple[float, dict]:

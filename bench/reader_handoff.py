@@ -34,35 +34,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _django import throwaway_django
-from pipeline import docs_and_local_model, percentile, questions
+from pipeline import docs_and_local_model, forget_prompt, percentile, questions
 
 ARMS = ("one server", "reader")
-
-
-def start_reader_without_prompt_memory(name: str) -> None:
-    """The reader as the product starts it, but without the host-memory prompt cache (see
-    pipeline.start_without_prompt_memory for why)."""
-    from ragapp.providers import local_llm
-
-    def configure(params) -> None:
-        params.no_extra_bufts = True
-        params.cache_ram_mib = 0
-
-    with local_llm._servers_lock:
-        local_llm._readers[name] = local_llm._start(name, configure)
-
-
-def forget_prompts(name: str) -> None:
-    """Make both servers' one slot hold an unrelated prompt."""
-    from langchain_core.messages import HumanMessage
-
-    from ragapp.graph.context import Usage
-    from ragapp.graph.judges import text_call
-    from ragapp.providers import local_llm
-
-    for server in (local_llm._servers[name], local_llm._readers[name]):
-        client = local_llm._client(local_llm.ChatOpenAI, server)
-        text_call(client, [HumanMessage("Reply with OK.")], usage=Usage(), max_tokens=1)
 
 
 def run_once(question: str, arm: str) -> tuple[float, str, str, dict[str, float]]:
@@ -92,18 +66,16 @@ def main() -> dict:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     with throwaway_django(RAG_EMBEDDING_PROVIDER="local", RAG_CHAT_PROVIDER="local"):
-        from django.conf import settings
+        from ragapp.graph.context import Usage
 
-        name = settings.RAG_GENERATION_MODEL
-        docs_and_local_model()
-        start_reader_without_prompt_memory(name)
+        model = docs_and_local_model()  # both servers, without host-memory prompt caches
         seconds: dict[str, list[float]] = {arm: [] for arm in ARMS}
         per_node: dict[str, dict[str, float]] = {arm: defaultdict(float) for arm in ARMS}
         outcomes_differ = answers_differ = 0
         for i, question in enumerate(questions(args.questions)):
             results = {}
             for arm in ARMS if i % 2 == 0 else ARMS[::-1]:
-                forget_prompts(name)
+                forget_prompt(model, Usage())
                 took, status, answer, nodes = run_once(question, arm)
                 seconds[arm].append(took)
                 results[arm] = (status, answer)

@@ -85,7 +85,11 @@ _servers: dict[str, LocalServer] = {}  # the writers: every job but grading
 _readers: dict[str, LocalServer] = {}  # RAG_LOCAL_READER: the graders, weights not repacked
 _servers_lock = threading.Lock()
 _handoff_lock = threading.Lock()
+_kv_dir_lock = threading.Lock()
 _kv_dir: str | None = None
+# A handoff waits this long for a server busy with another run's request, then gives up: the
+# writer reading its own prompt costs about what waiting for the other request would.
+HANDOFF_TIMEOUT_S = 5.0
 
 
 def packaged_model(name: str) -> PackagedModel:
@@ -242,7 +246,7 @@ def _start(name: str, configure: Callable[[object], None] | None = None) -> Loca
 def kv_dir() -> str:
     """This process's private directory for handed-off KV caches, removed when it exits."""
     global _kv_dir
-    with _handoff_lock:
+    with _kv_dir_lock:
         if _kv_dir is None:
             _kv_dir = tempfile.mkdtemp(prefix="rag-kv-")
             atexit.register(shutil.rmtree, _kv_dir, ignore_errors=True)
@@ -281,7 +285,7 @@ def _slot_action(server: LocalServer, action: str, filename: str) -> dict:
         headers={"Content-Type": "application/json", "Authorization": f"Bearer {server.api_key}"},
     )
     # A slot busy with another request defers the action until it is free.
-    with urllib.request.urlopen(request, timeout=settings.RAG_LLM_TIMEOUT) as response:
+    with urllib.request.urlopen(request, timeout=HANDOFF_TIMEOUT_S) as response:
         return json.load(response)
 
 
