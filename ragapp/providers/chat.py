@@ -38,6 +38,7 @@ def get_chat_models() -> ChatModels:
         settings.OPENAI_BASE_URL,
         settings.RAG_LLM_TIMEOUT,
         settings.RAG_LLM_MAX_RETRIES,
+        settings.RAG_LOCAL_READER,
     )
     with _lock:
         if key not in _cache:

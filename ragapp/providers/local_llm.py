@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import http.client
 import json
 import logging
 import os
@@ -84,11 +85,11 @@ _join_lock = threading.Lock()
 _servers: dict[str, LocalServer] = {}  # the writers: every job but grading
 _readers: dict[str, LocalServer] = {}  # RAG_LOCAL_READER: the graders, weights not repacked
 _servers_lock = threading.Lock()
-_handoff_lock = threading.Lock()
+_handoff_locks: dict[str, threading.Lock] = {}  # one handoff at a time per model
 _kv_dir_lock = threading.Lock()
 _kv_dir: str | None = None
-# A handoff waits this long for a server busy with another run's request, then gives up: the
-# writer reading its own prompt costs about what waiting for the other request would.
+# A handoff gives up after this long in all (waiting for another handoff, or for a server busy
+# with another run's request): the writer reading its own prompt costs about what waiting would.
 HANDOFF_TIMEOUT_S = 5.0
 
 
@@ -225,9 +226,9 @@ def _start(name: str, configure: Callable[[object], None] | None = None) -> Loca
     params.cache_prompt = True
     params.warmup = False
     params.verbosity = -1  # llama.cpp logs every request to stderr otherwise
-    if settings.RAG_LOCAL_READER:
-        # Where the reader saves its slot's KV cache and the writer restores it from.
-        params.slot_save_path = kv_dir()
+    # Where a reader saves its slot's KV cache and a writer restores it from; set whatever
+    # RAG_LOCAL_READER says now, so that turning it on later in this process still hands off.
+    params.slot_save_path = kv_dir()
     if configure is not None:
         configure(params)
     started = time.perf_counter()
@@ -265,27 +266,37 @@ def hand_off(name: str) -> bool:
     reader, writer = _readers.get(name), _servers.get(name)
     if reader is None or writer is None:
         return False
-    filename = f"{name}.kv"
-    with _handoff_lock:
-        try:
-            _slot_action(reader, "save", filename)
-            _slot_action(writer, "restore", filename)
-        except (OSError, ValueError) as exc:
-            # An empty slot (the reader has read nothing yet) saves a file nothing restores.
-            logger.warning("KV handoff for %s failed, the writer reads its prompt: %s", name, exc)
-            return False
+    deadline = time.monotonic() + HANDOFF_TIMEOUT_S
+    with _kv_dir_lock:
+        lock = _handoff_locks.setdefault(name, threading.Lock())
+    if not lock.acquire(timeout=HANDOFF_TIMEOUT_S):
+        return False
+    # A file of its own: a save that llama.cpp deferred past a timeout writes a file nobody reads.
+    filename = f"{name}-{secrets.token_hex(8)}.kv"
+    try:
+        _slot_action(reader, "save", filename, deadline)
+        _slot_action(writer, "restore", filename, deadline)
+    except (OSError, ValueError, http.client.HTTPException) as exc:
+        logger.warning("KV handoff for %s failed, the writer reads its prompt: %s", name, exc)
+        return False
+    finally:
+        lock.release()
+        Path(kv_dir(), filename).unlink(missing_ok=True)
     return True
 
 
-def _slot_action(server: LocalServer, action: str, filename: str) -> dict:
+def _slot_action(server: LocalServer, action: str, filename: str, deadline: float) -> dict:
     url = f"{server.base_url.removesuffix('/v1')}/slots/0?action={action}"
     request = urllib.request.Request(
         url,
         data=json.dumps({"filename": filename}).encode(),
         headers={"Content-Type": "application/json", "Authorization": f"Bearer {server.api_key}"},
     )
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise TimeoutError(f"no time left for the slot {action} ({HANDOFF_TIMEOUT_S:g} s)")
     # A slot busy with another request defers the action until it is free.
-    with urllib.request.urlopen(request, timeout=HANDOFF_TIMEOUT_S) as response:
+    with urllib.request.urlopen(request, timeout=remaining) as response:
         return json.load(response)
 
 
@@ -356,7 +367,7 @@ def local_chat_status(name: str) -> ModelStatus:
     except ModelFileError as exc:
         return ModelStatus(ready=False, detail=str(exc))
     ready, detail = packages_installed(list(model.packages))
-    loaded = name in _servers
+    loaded = name in _servers or name in _readers
     if ready and not loaded:
         detail = f"{model.description}: installed; llama.cpp loads it on the first run."
     elif loaded:

@@ -1,15 +1,18 @@
 """The packaged local models: verified files, and the openai code path against a real server."""
 
+import asyncio
 import hashlib
 import json
 import platform
 import re
+import socket
 import sys
 import urllib.request
 from dataclasses import replace
 from io import StringIO
 from pathlib import Path
 
+import openai
 import pytest
 from django.core.management import call_command
 
@@ -290,6 +293,40 @@ def test_a_failed_handoff_leaves_the_writer_to_read_its_prompt_itself(
     messages = prompts.generate_messages("How do I restart the worker?", [DOC])
     assert text_reply(generator, messages, usage=usage, max_tokens=8).text
     assert usage.tokens["smollm2-135m"]["calls"] == 1
+
+
+def test_the_writer_hands_off_once_before_each_request_sync_or_async(monkeypatch):
+    """Whichever way the graph calls the writer (invoke, stream, and their async forms), it
+    takes over the reader's cache exactly once, before the request: here a request to a closed
+    port, which then fails as any unreachable server does."""
+    handed: list[str] = []
+    monkeypatch.setattr(local_llm, "hand_off", handed.append)
+    dead = local_llm.LocalServer("smollm2-135m", f"http://127.0.0.1:{_closed_port()}/v1", "k", None)
+    writer = local_llm._client(local_llm._WriterChatOpenAI, dead).model_copy(
+        update={"max_retries": 0}
+    )
+    messages = [("user", "Hello")]
+
+    async def consume_async_stream():
+        async for _ in writer.astream(messages):
+            pass
+
+    calls = [
+        lambda: writer.invoke(messages),
+        lambda: list(writer.stream(messages)),
+        lambda: asyncio.run(writer.ainvoke(messages)),
+        lambda: asyncio.run(consume_async_stream()),
+    ]
+    for n, call in enumerate(calls, 1):
+        with pytest.raises(openai.APIConnectionError):
+            call()
+        assert handed == ["smollm2-135m"] * n
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]  # closed again when the block ends: nothing listens
 
 
 def test_without_a_reader_every_job_shares_the_one_server(local_provider_on_smollm2, settings):
