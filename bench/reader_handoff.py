@@ -54,9 +54,8 @@ def run_once(question: str, arm: str) -> tuple[float, str, str, dict[str, float]
         execute_run(run)
         seconds = time.perf_counter() - started
     run.refresh_from_db()
-    nodes: dict[str, float] = defaultdict(float)
-    for node, ms in run.events.values_list("node", "duration_ms"):
-        nodes[node] += (ms or 0) / 1000
+    # The runner's own timings per node, as the evaluation harness reads them.
+    nodes = {node: ms / 1000 for node, ms in run.response_metadata.get("node_ms", {}).items()}
     return seconds, run.status, run.answer, nodes
 
 

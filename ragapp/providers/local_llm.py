@@ -86,6 +86,7 @@ _servers: dict[str, LocalServer] = {}  # the writers: every job but grading
 _readers: dict[str, LocalServer] = {}  # RAG_LOCAL_READER: the graders, weights not repacked
 _servers_lock = threading.Lock()
 _handoff_locks: dict[str, threading.Lock] = {}  # one handoff at a time per model
+_handoff_locks_lock = threading.Lock()
 _kv_dir_lock = threading.Lock()
 _kv_dir: str | None = None
 # A handoff gives up after this long in all (waiting for another handoff, or for a server busy
@@ -267,7 +268,7 @@ def hand_off(name: str) -> bool:
     if reader is None or writer is None:
         return False
     deadline = time.monotonic() + HANDOFF_TIMEOUT_S
-    with _kv_dir_lock:
+    with _handoff_locks_lock:
         lock = _handoff_locks.setdefault(name, threading.Lock())
     if not lock.acquire(timeout=HANDOFF_TIMEOUT_S):
         return False
