@@ -3,6 +3,9 @@
 For the labelled answer-check set (`bench/judge_set.jsonl`): every run of one evaluation that
 ended with a model answer (answered, or refused as unfaithful with its withheld draft) becomes
 one line in the set's faithfulness format, with `faithful` left null for a person to label.
+Its documents are what the draft was written from and checked against: each hit's path, section
+and chunk with the excerpt of its page's next chunk the model was also shown, then the passages
+the answer check added from their pages.
 It reads the knowledge base of RAG_DATA_DIR, where the evaluation ran.
 
     RAG_DATA_DIR=/work/corpora/eval-data uv run python bench/export_drafts.py pg-v1 out.jsonl
@@ -30,7 +33,11 @@ def main() -> None:
     import django
 
     django.setup()
+    from django.conf import settings
+
     from ragapp.models import Chunk, Evaluation, QueryRun
+
+    shown = excerpts_of(settings) if settings.RAG_EXCERPT_CHARS else None
 
     # Names repeat (they default to the golden file's name): the newest evaluation of that name.
     evaluation = Evaluation.objects.filter(name=args.evaluation).order_by("-created_at").first()
@@ -44,14 +51,27 @@ def main() -> None:
         if not draft or generate is None or meta.get("refusal_reason") == "not_in_documents":
             continue
         ids = [source["chunk_id"] for source in generate.payload.get("sources", [])]
-        chunks = Chunk.objects.in_bulk(ids)
+        # The answer check also read the passages it added from the hits' own pages for what the
+        # answer names (graph.md, "grade_answer"); an answer shown lists them among its sources,
+        # so a label must judge the draft against them too.
+        for check in run.events.filter(kind="grade_answer").order_by("seq"):
+            for source in check.payload.get("supporting_documents") or []:
+                if source["chunk_id"] not in ids:
+                    ids.append(source["chunk_id"])
+        chunks = Chunk.objects.select_related("document").in_bulk(ids)
+        extra = shown(run.query, ids) if shown else {}
         lines.append(
             {
                 "kind": "faithfulness",
                 "id": f"{args.evaluation}-{len(lines) + 1:03d}",
                 "question": run.query,
+                # The model saw each document's path and section (prompts.py), and the answer
+                # check finds a source file an answer names there ("see configuration.md").
                 "documents": [
-                    f"{chunks[i].heading_path}\n\n{chunks[i].text}" for i in ids if i in chunks
+                    f"{chunks[i].document.public_path}\n{chunks[i].heading_path}\n\n"
+                    f"{chunks[i].text}{extra.get(i, '')}"
+                    for i in ids
+                    if i in chunks
                 ],
                 "answer": draft,
                 "faithful": None,
@@ -61,6 +81,34 @@ def main() -> None:
         )
     args.output.write_text("".join(json.dumps(line) + "\n" for line in lines))
     print(f"{len(lines)} drafts written to {args.output}")
+
+
+def excerpts_of(settings):
+    """A function giving, per chunk id, the excerpt text a run's model was shown beyond the chunk.
+
+    With excerpts on (the local default), each hit was shown with pieces of its document's
+    next-best chunk (graph/excerpts.py), and the answer check reads them too (`support_text`).
+    The trace keeps no texts, so the first retrieval is made again for the question, with the
+    product's retriever; it gives the same hits on the same knowledge base, and only where it
+    does is an excerpt added ("\n\n[...] " and the excerpt), so a label judges a draft
+    against what it was written from.
+    """
+    from ragapp.graph.excerpts import EXCERPT_COMPANIONS, focused
+    from ragapp.providers import get_embeddings
+    from ragapp.retrieval.retrievers import build_retriever
+
+    embeddings = get_embeddings()
+    retriever = build_retriever(mode=settings.RAG_RETRIEVAL_MODE, embeddings=embeddings)
+
+    def shown(question: str, ids: list[int]) -> dict[int, str]:
+        docs = retriever.search(question, k=settings.RAG_TOP_K, companions=EXCERPT_COMPANIONS)
+        if [doc.chunk_id for doc in docs] != ids[: len(docs)]:
+            print(f"not the run's hits, no excerpts: {question[:60]!r}", file=sys.stderr)
+            return {}
+        docs = focused(docs, question, embeddings, budget=settings.RAG_EXCERPT_CHARS, whole=1)
+        return {doc.chunk_id: f"\n\n[...] {doc.excerpt}" for doc in docs if doc.companions}
+
+    return shown
 
 
 if __name__ == "__main__":

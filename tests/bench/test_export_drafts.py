@@ -1,0 +1,89 @@
+"""bench/export_drafts.py exports a draft with everything its writer and the answer check read.
+
+A label is only as good as the evidence it is judged against. The trace keeps no texts, and a
+draft exported with its chunks alone lacked what the model was also shown: each hit's excerpt of
+its page's next-best chunk, and the path of each document (an answer that says "see beta.md" is
+not making anything up). Judged again against the complete documents, 6 of 77 drafts changed
+their label, 4 of them to faithful (docs/evaluation.md, "The answer check on labelled answers").
+"""
+
+import importlib.util
+import json
+import sys
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+from ragapp.models import QueryRun
+
+pytestmark = pytest.mark.django_db
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "export_drafts.py"
+
+
+@pytest.fixture
+def export(monkeypatch):
+    """bench/export_drafts.py's main, run as `export_drafts.py ARGS...`."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    spec = importlib.util.spec_from_file_location("export_drafts_bench", BENCH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+    def run(*args: str) -> None:
+        monkeypatch.setattr(sys, "argv", ["export_drafts.py", *args])
+        module.main()
+
+    return run
+
+
+def test_a_draft_comes_with_the_excerpts_and_paths_its_writer_read(
+    tmp_path, knowledge_base, fake_chat, settings, export
+):
+    settings.RAG_TOP_K = 2
+    settings.RAG_EXCERPT_CHARS = 300  # the local default: hits shown with their page's next chunk
+    golden = tmp_path / "golden.jsonl"
+    question = "Which port does the beta service listen on?"
+    item = {"id": "p", "question": question, "answerable": True, "sources": ["beta.md"]}
+    golden.write_text(json.dumps({**item, "facts": ["9000"]}) + "\n")
+    call_command(
+        "eval_rag", str(golden), "--name", "drafts", "--output", str(tmp_path / "report"),
+        stdout=StringIO(), stderr=StringIO(),
+    )  # fmt: skip
+    run = QueryRun.objects.get(evaluation__name="drafts")
+    assert run.status == "answered"
+
+    out = tmp_path / "drafts.jsonl"
+    export("drafts", str(out), "--origin", "a test")
+
+    [line] = [json.loads(text) for text in out.read_text().splitlines()]
+    assert line["answer"] == run.answer and line["faithful"] is None
+    assert line["origin"] == "a test"
+    first = line["documents"][0]
+    # The page's path and section, the hit whole, then what the excerpt showed of its companion.
+    assert first.startswith("docs/beta.md\nBeta\n\nBeta setup: the beta service starts")
+    head, companion = first.split("\n\n[...] ")
+    assert "Beta logs rotate daily" in companion and "Beta logs rotate daily" not in head
+
+
+def test_without_excerpts_a_draft_comes_with_its_chunks_alone(
+    tmp_path, knowledge_base, fake_chat, settings, export
+):
+    settings.RAG_TOP_K = 2  # RAG_EXCERPT_CHARS stays 0, as with the openai provider
+    golden = tmp_path / "golden.jsonl"
+    question = "Which port does the beta service listen on?"
+    item = {"id": "p", "question": question, "answerable": True, "sources": ["beta.md"]}
+    golden.write_text(json.dumps({**item, "facts": ["9000"]}) + "\n")
+    call_command(
+        "eval_rag", str(golden), "--name", "plain", "--output", str(tmp_path / "report"),
+        stdout=StringIO(), stderr=StringIO(),
+    )  # fmt: skip
+
+    out = tmp_path / "drafts.jsonl"
+    export("plain", str(out))
+
+    [line] = [json.loads(text) for text in out.read_text().splitlines()]
+    assert line["documents"][0] == (
+        "docs/beta.md\nBeta\n\nBeta setup: the beta service starts with `beta serve` on port 9000."
+    )
