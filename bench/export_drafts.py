@@ -3,9 +3,9 @@
 For the labelled answer-check set (`bench/judge_set.jsonl`): every run of one evaluation that
 ended with a model answer (answered, or refused as unfaithful with its withheld draft) becomes
 one line in the set's faithfulness format, with `faithful` left null for a person to label.
-Its documents are what the draft was written from and checked against: each hit's path, section
-and chunk with the excerpt of its page's next chunk the model was also shown, then the passages
-the answer check added from their pages.
+Its documents are what the answer check read: each hit's path, section and chunk with the
+excerpt of its page's next chunk that the model was also shown, then the passages the check added
+from the hits' pages (the writer read the later hits' excerpts in place of their chunks).
 It reads the knowledge base of RAG_DATA_DIR, where the evaluation ran.
 
     RAG_DATA_DIR=/work/corpora/eval-data uv run python bench/export_drafts.py pg-v1 out.jsonl
@@ -37,12 +37,13 @@ def main() -> None:
 
     from ragapp.models import Chunk, Evaluation, QueryRun
 
-    shown = excerpts_of(settings) if settings.RAG_EXCERPT_CHARS else None
-
     # Names repeat (they default to the golden file's name): the newest evaluation of that name.
     evaluation = Evaluation.objects.filter(name=args.evaluation).order_by("-created_at").first()
     if evaluation is None:
         raise SystemExit(f"No evaluation called {args.evaluation!r} in this knowledge base.")
+    # The retrieval is made again as the evaluation made it, whatever this shell's settings say.
+    recorded = {**{name: getattr(settings, name) for name in RETRIEVAL}, **evaluation.settings}
+    excerpts = excerpts_again(recorded) if recorded["RAG_EXCERPT_CHARS"] else None
     lines = []
     for run in QueryRun.objects.filter(evaluation=evaluation).order_by("created_at"):
         meta = run.response_metadata or {}
@@ -59,7 +60,11 @@ def main() -> None:
                 if source["chunk_id"] not in ids:
                     ids.append(source["chunk_id"])
         chunks = Chunk.objects.select_related("document").in_bulk(ids)
-        extra = shown(run.query, ids) if shown else {}
+        retrieve = run.events.filter(kind="retrieve").order_by("seq").first()
+        hits = [doc["chunk_id"] for doc in retrieve.payload["documents"]] if retrieve else []
+        # A follow-up was searched with its standalone form (graph.md, "condense").
+        query = meta.get("standalone_question") or run.query
+        added = excerpts(query, hits) if excerpts and hits else {}
         lines.append(
             {
                 "kind": "faithfulness",
@@ -68,8 +73,9 @@ def main() -> None:
                 # The model saw each document's path and section (prompts.py), and the answer
                 # check finds a source file an answer names there ("see configuration.md").
                 "documents": [
-                    f"{chunks[i].document.public_path}\n{chunks[i].heading_path}\n\n"
-                    f"{chunks[i].text}{extra.get(i, '')}"
+                    f"{chunks[i].document.public_path}\n"
+                    f"{chunks[i].heading_path or chunks[i].document.title}\n\n"
+                    f"{chunks[i].text}{added.get(i, '')}"
                     for i in ids
                     if i in chunks
                 ],
@@ -83,32 +89,43 @@ def main() -> None:
     print(f"{len(lines)} drafts written to {args.output}")
 
 
-def excerpts_of(settings):
-    """A function giving, per chunk id, the excerpt text a run's model was shown beyond the chunk.
+# The settings that decide which chunks a run's first retrieval found and what it showed of them.
+RETRIEVAL = ("RAG_RETRIEVAL_MODE", "RAG_TOP_K", "RAG_EXCERPT_CHARS")
 
-    With excerpts on (the local default), each hit was shown with pieces of its document's
-    next-best chunk (graph/excerpts.py), and the answer check reads them too (`support_text`).
-    The trace keeps no texts, so the first retrieval is made again for the question, with the
-    product's retriever; it gives the same hits on the same knowledge base, and only where it
-    does is an excerpt added ("\n\n[...] " and the excerpt), so a label judges a draft
-    against what it was written from.
+
+def excerpts_again(recorded: dict):
+    """A function giving, per chunk id, what the answer check read of a hit beyond its chunk.
+
+    With excerpts on (the local default), the first hit was shown whole and followed by pieces of
+    its page's next-best chunk, and every other hit by an excerpt cut from its chunk and that
+    next chunk (graph/excerpts.py); the answer check reads each chunk and its excerpt
+    (`support_text`), while the writer read the later hits' excerpts in place of their chunks.
+    The trace keeps no texts, so the first retrieval is made again for the run's question with
+    the product's retriever and the evaluation's settings. Where its hits are not the ones the run
+    recorded (the knowledge base changed), nothing is added and a warning says so.
     """
     from ragapp.graph.excerpts import EXCERPT_COMPANIONS, focused
     from ragapp.providers import get_embeddings
     from ragapp.retrieval.retrievers import build_retriever
 
     embeddings = get_embeddings()
-    retriever = build_retriever(mode=settings.RAG_RETRIEVAL_MODE, embeddings=embeddings)
+    retriever = build_retriever(mode=recorded["RAG_RETRIEVAL_MODE"], embeddings=embeddings)
+    budget, top_k = recorded["RAG_EXCERPT_CHARS"], recorded["RAG_TOP_K"]
 
-    def shown(question: str, ids: list[int]) -> dict[int, str]:
-        docs = retriever.search(question, k=settings.RAG_TOP_K, companions=EXCERPT_COMPANIONS)
-        if [doc.chunk_id for doc in docs] != ids[: len(docs)]:
+    def added(question: str, hits: list[int]) -> dict[int, str]:
+        docs = retriever.search(question, k=top_k, companions=EXCERPT_COMPANIONS)
+        if [doc.chunk_id for doc in docs] != hits:
             print(f"not the run's hits, no excerpts: {question[:60]!r}", file=sys.stderr)
             return {}
-        docs = focused(docs, question, embeddings, budget=settings.RAG_EXCERPT_CHARS, whole=1)
-        return {doc.chunk_id: f"\n\n[...] {doc.excerpt}" for doc in docs if doc.companions}
+        docs = focused(docs, question, embeddings, budget=budget, whole=1)
+        # The first hit's excerpt opens with the hit itself, which the document already holds.
+        return {
+            doc.chunk_id: "\n\n[...] " + doc.excerpt.removeprefix(f"{doc.text}\n")
+            for doc in docs
+            if doc.companions and doc.excerpt
+        }
 
-    return shown
+    return added
 
 
 if __name__ == "__main__":

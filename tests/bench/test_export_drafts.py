@@ -4,7 +4,7 @@ A label is only as good as the evidence it is judged against. The trace keeps no
 draft exported with its chunks alone lacked what the model was also shown: each hit's excerpt of
 its page's next-best chunk, and the path of each document (an answer that says "see beta.md" is
 not making anything up). Judged again against the complete documents, 6 of 77 drafts changed
-their label, 4 of them to faithful (docs/evaluation.md, "The answer check on labelled answers").
+their label, 4 of them to faithful (docs/evaluation.md, "What the answers shown say").
 """
 
 import importlib.util
@@ -60,11 +60,13 @@ def test_a_draft_comes_with_the_excerpts_and_paths_its_writer_read(
     [line] = [json.loads(text) for text in out.read_text().splitlines()]
     assert line["answer"] == run.answer and line["faithful"] is None
     assert line["origin"] == "a test"
-    first = line["documents"][0]
-    # The page's path and section, the hit whole, then what the excerpt showed of its companion.
-    assert first.startswith("docs/beta.md\nBeta\n\nBeta setup: the beta service starts")
-    head, companion = first.split("\n\n[...] ")
-    assert "Beta logs rotate daily" in companion and "Beta logs rotate daily" not in head
+    # The page's path and section, the hit whole (once), then what the excerpt showed of its
+    # page's next chunk.
+    assert line["documents"][0] == (
+        "docs/beta.md\nBeta\n\n"
+        "Beta setup: the beta service starts with `beta serve` on port 9000.\n\n[...] "
+        "[...]\nBeta logs rotate daily; keep seven days."
+    )
 
 
 def test_without_excerpts_a_draft_comes_with_its_chunks_alone(

@@ -45,10 +45,12 @@ def test_ids_are_unique(items):
 def test_the_answer_checks_items_keep_their_composition(items):
     answers = [item for item in items if item["kind"] == "faithfulness"]
     labels = Counter(item["faithful"] for item in answers)
+    # Drafts as the model wrote them: not the ones with a detail changed by hand ("local 1.5B
+    # draft with one planted error, ...").
     drafts = [
         item
         for item in answers
-        if item.get("origin", "").startswith("local 1.5B draft")
+        if item.get("origin", "").startswith("local 1.5B draft, ")
         and item["origin"].endswith(THIRD_PARTY + tuple(f"{s} (held out)" for s in THIRD_PARTY))
     ]
     assert len(answers) >= 80
