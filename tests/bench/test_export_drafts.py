@@ -7,7 +7,6 @@ not making anything up). Judged again against the complete documents, 6 of 77 dr
 their label, 4 of them to faithful (docs/evaluation.md, "What the answers shown say").
 """
 
-import importlib.util
 import json
 import sys
 from io import StringIO
@@ -20,16 +19,11 @@ from ragapp.models import QueryRun
 
 pytestmark = pytest.mark.django_db
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "export_drafts.py"
-
 
 @pytest.fixture
-def export(monkeypatch):
+def export(monkeypatch, load_bench):
     """bench/export_drafts.py's main, run as `export_drafts.py ARGS...`."""
-    monkeypatch.setattr(sys, "path", list(sys.path))
-    spec = importlib.util.spec_from_file_location("export_drafts_bench", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_bench("export_drafts")
 
     def run(*args: str) -> None:
         monkeypatch.setattr(sys, "argv", ["export_drafts.py", *args])
@@ -38,20 +32,25 @@ def export(monkeypatch):
     return run
 
 
+def evaluate(tmp_path: Path, name: str) -> QueryRun:
+    """One answerable question through `eval_rag --name NAME` with the fake models; its run."""
+    golden = tmp_path / "golden.jsonl"
+    item = {"id": "p", "question": "Which port does the beta service listen on?"}
+    item |= {"answerable": True, "sources": ["beta.md"], "facts": ["9000"]}
+    golden.write_text(json.dumps(item) + "\n")
+    call_command(
+        "eval_rag", str(golden), "--name", name, "--output", str(tmp_path / "report"),
+        stdout=StringIO(), stderr=StringIO(),
+    )  # fmt: skip
+    return QueryRun.objects.get(evaluation__name=name)
+
+
 def test_a_draft_comes_with_the_excerpts_and_paths_its_writer_read(
     tmp_path, knowledge_base, fake_chat, settings, export
 ):
     settings.RAG_TOP_K = 2
     settings.RAG_EXCERPT_CHARS = 300  # the local default: hits shown with their page's next chunk
-    golden = tmp_path / "golden.jsonl"
-    question = "Which port does the beta service listen on?"
-    item = {"id": "p", "question": question, "answerable": True, "sources": ["beta.md"]}
-    golden.write_text(json.dumps({**item, "facts": ["9000"]}) + "\n")
-    call_command(
-        "eval_rag", str(golden), "--name", "drafts", "--output", str(tmp_path / "report"),
-        stdout=StringIO(), stderr=StringIO(),
-    )  # fmt: skip
-    run = QueryRun.objects.get(evaluation__name="drafts")
+    run = evaluate(tmp_path, "drafts")
     assert run.status == "answered"
 
     out = tmp_path / "drafts.jsonl"
@@ -73,14 +72,7 @@ def test_without_excerpts_a_draft_comes_with_its_chunks_alone(
     tmp_path, knowledge_base, fake_chat, settings, export
 ):
     settings.RAG_TOP_K = 2  # RAG_EXCERPT_CHARS stays 0, as with the openai provider
-    golden = tmp_path / "golden.jsonl"
-    question = "Which port does the beta service listen on?"
-    item = {"id": "p", "question": question, "answerable": True, "sources": ["beta.md"]}
-    golden.write_text(json.dumps({**item, "facts": ["9000"]}) + "\n")
-    call_command(
-        "eval_rag", str(golden), "--name", "plain", "--output", str(tmp_path / "report"),
-        stdout=StringIO(), stderr=StringIO(),
-    )  # fmt: skip
+    evaluate(tmp_path, "plain")
 
     out = tmp_path / "drafts.jsonl"
     export("plain", str(out))

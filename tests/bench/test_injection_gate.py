@@ -6,7 +6,6 @@ With the defences on, every whole run must refuse (exit 0); with `prompts.defuse
 fail (exit 1), which shows the gate can see a breakout at all.
 """
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -19,13 +18,9 @@ BENCH = Path(__file__).resolve().parents[2] / "bench" / "injection.py"
 
 
 @pytest.fixture
-def bench(monkeypatch):
-    """bench/injection.py as a module; the folder it puts on sys.path comes off afterwards."""
-    monkeypatch.setattr(sys, "path", list(sys.path))
-    spec = importlib.util.spec_from_file_location("injection_bench", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def bench(load_bench):
+    """bench/injection.py as a module."""
+    return load_bench("injection")
 
 
 def run_gate(tmp_path: Path, *flags: str) -> tuple[subprocess.CompletedProcess, dict]:
