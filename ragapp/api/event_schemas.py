@@ -74,6 +74,18 @@ class RetrievePayload(serializers.Serializer):
     excerpted = serializers.IntegerField(min_value=0, required=False)  # absent in older runs
     # Absent in older runs; empty unless RAG_REFUSE_UNKNOWN_NAMES found some.
     unknown_names = serializers.ListField(child=serializers.CharField(), required=False)
+    # Only in a first retrieval with RAG_HYDE (and not when the question names what no chunk
+    # holds): the passage searched for with the question, or why there is none.
+    hypothesis = serializers.CharField(
+        allow_blank=True,
+        required=False,
+        help_text="The passage the model wrote for the question, searched for with it; never "
+        "shown to a judge or the writer.",
+    )
+    hypothesis_ms = serializers.FloatField(required=False)
+    hypothesis_problem = serializers.CharField(
+        allow_blank=True, required=False, help_text="Why no passage was written; empty if one was."
+    )
     duration_ms = serializers.FloatField()
 
 

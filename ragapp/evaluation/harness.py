@@ -1,8 +1,11 @@
 """Put each golden question to the assistant and collect what the metrics need.
 
-Retrieval is measured on the question as asked, before any grading: the same retriever the
-graph's first retrieval uses, looking 10 deep for MRR@10. In full mode the question then runs
-through the real graph with the configured providers, stored as a run of the evaluation.
+Retrieval is measured on what the graph's first retrieval searches for, before any grading: the
+same retriever, looking 10 deep for MRR@10. In full mode the question runs through the real graph
+with the configured providers, stored as a run of the evaluation, and its search is measured: the
+question as asked and, with RAG_HYDE, the passage the model wrote for it (graph/hypothesis.py),
+read from the run's trace. Retrieval-only mode calls no chat model, so it measures the question
+alone, as the graph searches with RAG_HYDE off.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from ragapp.evaluation.metrics import (
     reciprocal_rank,
     source_matches,
 )
+from ragapp.graph.hypothesis import search_text
 from ragapp.models import Evaluation, QueryRun
 from ragapp.providers import get_embeddings
 from ragapp.retrieval.retrievers import CANDIDATE_FACTOR, build_retriever
@@ -91,6 +95,7 @@ def settings_snapshot() -> dict:
         "RAG_ANSWER_CONFIDENCE_THRESHOLD",
         "RAG_MIN_RELEVANT_DOCS",
         "RAG_MAX_RETRIEVALS",
+        "RAG_HYDE",
         "RAG_RELEVANCE_PREFILTER",
         "RAG_FAITHFULNESS_RISK_VETO",
         "RAG_EXCERPT_CHARS",
@@ -115,26 +120,37 @@ def evaluate(
     retriever = build_retriever(mode=settings.RAG_RETRIEVAL_MODE, embeddings=get_embeddings())
     results = []
     for item in items:
-        result = _retrieval(item, retriever, k)
+        run, problem = None, ""
         if full:
             try:
-                _answer(item, result, evaluation)
+                run = _run(item, evaluation)
             except Exception as exc:  # the run row says failed; the evaluation goes on
                 logger.exception("evaluation question %s failed", item.id)
-                result.status = QueryRun.Status.FAILED
-                result.error = f"{type(exc).__name__}: {exc}"
+                problem = f"{type(exc).__name__}: {exc}"
+        result = _retrieval(item, retriever, k, _passage(run))
+        if run is not None:
+            _answer(item, result, run)
+        elif full:
+            result.status = QueryRun.Status.FAILED
+            result.error = problem
         results.append(result)
         if on_result is not None:
             on_result(result)
     return results
 
 
-def _retrieval(item: GoldenItem, retriever, k: int) -> QuestionResult:
+def _passage(run: QueryRun | None) -> str:
+    """The passage the run's first retrieval searched with besides the question ("": none)."""
+    first = run.events.filter(kind="retrieve").order_by("seq").first() if run else None
+    return (first.payload.get("hypothesis") or "") if first else ""
+
+
+def _retrieval(item: GoldenItem, retriever, k: int, passage: str = "") -> QuestionResult:
     started = time.perf_counter()
     # The graph ranks RAG_TOP_K * CANDIDATE_FACTOR candidates; ranking exactly as many here makes
     # the first RAG_TOP_K results the very chunks its first retrieval gets.
     depth = settings.RAG_TOP_K * CANDIDATE_FACTOR
-    docs = retriever.search(item.question, k=max(k, MRR_DEPTH), depth=depth)
+    docs = retriever.search(search_text(item.question, passage), k=max(k, MRR_DEPTH), depth=depth)
     elapsed = (time.perf_counter() - started) * 1000
     ranked = [doc.source_path for doc in docs]
     return QuestionResult(
@@ -151,10 +167,14 @@ def _retrieval(item: GoldenItem, retriever, k: int) -> QuestionResult:
     )
 
 
-def _answer(item: GoldenItem, result: QuestionResult, evaluation: Evaluation | None) -> None:
+def _run(item: GoldenItem, evaluation: Evaluation | None) -> QueryRun:
     run = run_create(query=item.question, evaluation=evaluation)
     execute_run(run)
     run.refresh_from_db()
+    return run
+
+
+def _answer(item: GoldenItem, result: QuestionResult, run: QueryRun) -> None:
     meta = run.response_metadata or {}
     result.run_id = str(run.pk)
     result.status = run.status

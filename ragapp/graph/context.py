@@ -83,6 +83,8 @@ class GraphLimits:
     answer_max_tokens: int = 0  # the longest answer the generator may write (0: its own cap)
     # Refuse at once a question naming a technical name the knowledge base never mentions.
     refuse_unknown_names: bool = False
+    # Search the first retrieval with the question and a passage the model writes for it (HyDE).
+    hyde: bool = False
 
 
 @dataclass

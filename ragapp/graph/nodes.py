@@ -18,6 +18,7 @@ from ragapp.graph import prompts
 from ragapp.graph.context import GraphContext
 from ragapp.graph.excerpts import EXCERPT_COMPANIONS, focused
 from ragapp.graph.grounding import declines, prune, supporting
+from ragapp.graph.hypothesis import search_text, write_hypothesis
 from ragapp.graph.judges import (
     describe_problem,
     judge_faithfulness,
@@ -118,17 +119,32 @@ def _same_question(text: str, earlier: list[str]) -> bool:
 
 
 def retrieve(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
-    """Fetch the top-k chunks for the current (possibly broadened) query."""
+    """Fetch the top-k chunks for the current (possibly broadened) query.
+
+    The first retrieval may search with a passage the model writes for the question as well
+    (RAG_HYDE, graph/hypothesis.py); a broadened search is already the model's rewording.
+    """
     ctx = runtime.context
     iteration = state.get("iteration_count", 0) + 1
-    with _timed(ctx, "retrieve") as timing:
-        unknown = state.get("unknown_names", [])
+    unknown = state.get("unknown_names", [])
+    with _timed(ctx, "retrieve") as lookup:
         if iteration == 1 and ctx.limits.refuse_unknown_names:
             # The question is the same in every retrieval: one lookup per run.
             unknown = ctx.retriever.never_mentioned(technical_names(state["original_query"]))
+    passage, problem, writing = "", "", {"ms": 0.0}
+    # A question naming what no chunk holds is refused whatever is found: no passage is written.
+    hyde = iteration == 1 and ctx.limits.hyde and not unknown
+    if hyde:
+        with _timed(ctx, "hypothesize") as writing:
+            passage, problem = write_hypothesis(
+                ctx.models.broadener, state["query"], usage=ctx.usage
+            )
+    with _timed(ctx, "retrieve") as timing:
         excerpts = bool(ctx.limits.excerpt_chars)
         docs = ctx.retriever.search(
-            state["query"], k=ctx.limits.top_k, companions=EXCERPT_COMPANIONS if excerpts else 0
+            search_text(state["query"], passage),
+            k=ctx.limits.top_k,
+            companions=EXCERPT_COMPANIONS if excerpts else 0,
         )
         if excerpts:
             # The first hit stays whole: it holds the answer most often (MRR@10 0.86 on this
@@ -140,6 +156,17 @@ def retrieve(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
                 budget=ctx.limits.excerpt_chars,
                 whole=1,
             )
+    ms = lookup["ms"] + timing["ms"]
+    written = (
+        {
+            # What the search used besides the question; never shown to a judge or the writer.
+            "hypothesis": passage,
+            "hypothesis_ms": round(writing["ms"], 1),
+            "hypothesis_problem": problem,  # why there is none: the question was searched alone
+        }
+        if hyde
+        else {}
+    )
     ctx.emitter.emit(
         EventKind.RETRIEVE,
         {
@@ -152,10 +179,11 @@ def retrieve(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
             "excerpted": sum(bool(doc.excerpt) for doc in docs),
             # Names in the question that no chunk of the knowledge base holds: the run is refused.
             "unknown_names": unknown,
-            "duration_ms": round(timing["ms"], 1),
+            **written,
+            "duration_ms": round(ms, 1),
         },
         node="retrieve",
-        duration_ms=timing["ms"],
+        duration_ms=ms,
     )
     return {"documents": docs, "iteration_count": 1, "unknown_names": unknown}
 

@@ -294,6 +294,21 @@ def condense_messages(turns: list[tuple[str, str]], followup: str) -> list[BaseM
     ]
 
 
+def hypothesis_messages(question: str) -> list[BaseMessage]:
+    """Ask for the documentation's answer to `question`, as a search key (graph/hypothesis.py).
+
+    No documents: the model writes what it expects the documentation to say, in its words.
+    """
+    return [
+        SystemMessage("You write technical documentation."),
+        HumanMessage(
+            "Write the two sentences of the product's documentation that answer this question. "
+            "Name the exact command, option, setting or value. Do not explain.\n\n"
+            f"Question: {defuse(question)}"
+        ),
+    ]
+
+
 def broaden_messages(original_query: str, query: str) -> list[BaseMessage]:
     """Ask for a broader search query when retrieval found nothing relevant."""
     return [

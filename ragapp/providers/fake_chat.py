@@ -31,6 +31,7 @@ _ANSWER = re.compile(r"<answer>\n(.*?)\n</answer>", re.S)
 _USER_ASKED = re.compile(r"^The user asked: (.*)$", re.M)
 _QUERY_WAS = re.compile(r"^The search query was: (.*)$", re.M)
 _FOLLOW_UP = re.compile(r"^Follow-up: (.*)$", re.M)
+_HYPOTHESIS = "Write the two sentences of the product's documentation"
 _EARLIER_QUESTION = re.compile(r"^Question \d+: (.*)$", re.M)
 # The tails of the shared-prefix prompts: which document a verdict is about, which ones may be used.
 _ABOUT = re.compile(r"Does document \[(\d+)\]")
@@ -78,6 +79,8 @@ class FakeScript:
     broaden: Callable[[str, str], str] = _default_broaden
     # (earlier questions, follow-up) -> standalone question; raise to fail the call
     condense: Callable[[list[str], str], str] = _default_condense
+    # question -> the passage written for the search (RAG_HYDE); raise to fail the call
+    hypothesize: Callable[[str], str] = lambda question: question
     risk: Callable[[float], str] | None = None  # score -> risk; None: derived from the score
     invalid_output_for: set[str] = field(default_factory=set)  # schema names answering garbage
     calls: list[str] = field(default_factory=list)  # task names, in call order
@@ -118,6 +121,9 @@ class FakeChatModel(BaseChatModel):
             text = self.script.condense(
                 [q.strip() for q in _EARLIER_QUESTION.findall(prompt)], _first(_FOLLOW_UP, prompt)
             )
+        elif prompt.startswith(_HYPOTHESIS):  # the passage written for the first search
+            self.script.calls.append("hypothesize")
+            text = self.script.hypothesize(_first(_QUESTION, prompt))
         elif _USER_ASKED.search(prompt):  # broaden_query
             self.script.calls.append("broaden")
             text = self.script.broaden(_first(_USER_ASKED, prompt), _first(_QUERY_WAS, prompt))

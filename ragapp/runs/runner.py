@@ -52,6 +52,7 @@ def limits_from_settings() -> GraphLimits:
         excerpt_chars=settings.RAG_EXCERPT_CHARS,
         answer_max_tokens=settings.RAG_ANSWER_MAX_TOKENS,
         refuse_unknown_names=settings.RAG_REFUSE_UNKNOWN_NAMES,
+        hyde=settings.RAG_HYDE,
     )
 
 
@@ -307,6 +308,7 @@ def _metadata(context: GraphContext, started: float, embedding_model: str | None
             "answer_confidence_threshold": limits.answer_confidence_threshold,
             "max_retrievals": limits.max_retrievals,
             "max_refinements": limits.max_refinements,
+            "hyde": limits.hyde,
             "retrieval_mode": context.retriever.mode,
         },
     }

@@ -31,8 +31,17 @@ def _retrieve(payload: dict) -> str:
         f"'{payload['query']}' by {payload['mode']} search"
         + (f", {excerpted} shown to the model as excerpts" if excerpted else "")
         + (f"; no document mentions {', '.join(unknown)}" if unknown else "")
+        + _hypothesis(payload)
         + _ms(payload)
     )
+
+
+def _hypothesis(payload: dict) -> str:
+    # RAG_HYDE: the passage the model wrote, searched for with the question (never evidence).
+    if payload.get("hypothesis"):
+        return f"; searched with a passage the model wrote for it: '{payload['hypothesis']}'"
+    problem = payload.get("hypothesis_problem")
+    return f"; no passage written for the search ({problem})" if problem else ""
 
 
 def _grade(payload: dict) -> str:

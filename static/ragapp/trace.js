@@ -43,6 +43,11 @@
     return added.length ? "; read with passages from the same pages: " + added.map(where).join(", ") : "";
   }
   function ms(p) { return p.duration_ms != null ? " (" + Math.round(p.duration_ms) + " ms)" : ""; }
+  // RAG_HYDE: the passage the model wrote, searched for with the question (never evidence).
+  function hypothesis(p) {
+    if (p.hypothesis) { return "; searched with a passage the model wrote for it: “" + p.hypothesis + "”"; }
+    return p.hypothesis_problem ? "; no passage written for the search (" + p.hypothesis_problem + ")" : "";
+  }
 
   // Scores as words, as the answer's sources show them (RELEVANCE_WORDS in ragapp/views.py);
   // the exact score is the line's bar's tooltip, not its headline.
@@ -69,7 +74,7 @@
     switch (e.kind) {
       case "reuse": return "answered earlier: the verified answer of run " + p.reused_run + (p.match === "exact" ? " (the same question)" : " (a question " + Number(p.similarity).toFixed(2) + " similar)") + ", knowledge base version " + p.index_version + "; no model was called";
       case "condense": return p.fallback ? "kept the follow-up as asked: " + p.reason + " — “" + p.original_question + "”" : "made the follow-up standalone: “" + p.original_question + "” → “" + p.standalone_question + "”" + ms(p) + (p.reason ? " (" + p.reason + ")" : "");
-      case "retrieve": return "retrieve #" + p.iteration + ": " + p.docs_found + " documents for “" + p.query + "”" + (p.excerpted ? ", " + p.excerpted + " shown to the model as excerpts" : "") + (p.unknown_names && p.unknown_names.length ? "; no document mentions " + p.unknown_names.join(", ") : "") + ms(p);
+      case "retrieve": return "retrieve #" + p.iteration + ": " + p.docs_found + " documents for “" + p.query + "”" + (p.excerpted ? ", " + p.excerpted + " shown to the model as excerpts" : "") + (p.unknown_names && p.unknown_names.length ? "; no document mentions " + p.unknown_names.join(", ") : "") + hypothesis(p) + ms(p);
       case "grade": return "grading document " + p.index + " of " + p.total + " … " + (p.score == null ? "not asked (" + notAskedWhy(p.reasoning) + ")" : relevanceWord(Number(p.score)) + " relevance") + ", " + (p.passed ? "kept" : "filtered out") + " — " + where(p.document);
       case "grade_docs": return p.passed + " of " + p.total + " documents passed" + ms(p);
       case "broaden": return "broadened the query: “" + p.old_query + "” → “" + p.new_query + "”";

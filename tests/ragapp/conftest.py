@@ -78,6 +78,7 @@ def fake_chat(settings):
     settings.RAG_ANSWER_MAX_TOKENS = 0
     settings.RAG_REFUSE_UNKNOWN_NAMES = False
     settings.RAG_MAX_RETRIEVALS = 3
+    settings.RAG_HYDE = False
     clear_chat_models_cache()
     yield
     clear_chat_models_cache()

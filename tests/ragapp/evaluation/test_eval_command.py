@@ -204,3 +204,42 @@ def test_a_database_behind_its_migrations_is_named_before_any_run(golden):
     finally:
         call_command("migrate", "ragapp", verbosity=0)
     assert not Evaluation.objects.exists()
+
+
+def test_retrieval_is_measured_on_the_search_the_graph_made(
+    tmp_path, knowledge_base, fake_chat, settings, monkeypatch
+):
+    """With RAG_HYDE the first search is for the question and the model's passage: a full
+    evaluation measures that search (read from the run's trace), retrieval-only the question."""
+    from ragapp.providers import fake_chat as fake_module
+
+    passage = "To bring it up, run beta serve: the beta service then listens on port 9000."
+    scripted = fake_module.FakeScript(hypothesize=lambda question: passage)
+    monkeypatch.setattr(
+        fake_module, "fake_chat_model", lambda name: fake_module.FakeChatModel(script=scripted)
+    )
+    settings.RAG_HYDE = True
+    golden = tmp_path / "worded.jsonl"
+    golden.write_text(
+        json.dumps(
+            {
+                "id": "worded",
+                "question": "How do I launch the module that answers requests?",
+                "answerable": True,
+                "sources": ["beta.md"],
+                "facts": ["9000"],
+            }
+        )
+        + "\n"
+    )
+    run(golden, "--k", "1", "--output", tmp_path / "full")
+    run(golden, "--k", "1", "--retrieval-only", "--output", tmp_path / "question")
+
+    full = json.loads((tmp_path / "full" / "report.json").read_text())
+    alone = json.loads((tmp_path / "question" / "report.json").read_text())
+    assert "hypothesize" in scripted.calls
+    assert full["items"][0]["ranked_sources"][0] == "docs/beta.md"
+    assert full["retrieval"]["recall_at_1"] == 1.0
+    assert alone["items"][0]["ranked_sources"][0] != "docs/beta.md"
+    assert alone["retrieval"]["recall_at_1"] == 0.0
+    assert full["settings"]["RAG_HYDE"] is True

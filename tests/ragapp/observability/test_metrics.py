@@ -123,6 +123,7 @@ def test_failed_model_calls_are_counted_by_outcome(
     client, metrics_token, knowledge_base, settings, error, outcome
 ):
     settings.RAG_CHAT_PROVIDER = "fake"
+    settings.RAG_HYDE = False  # no passage for the search: the one call counted is the judge's
     model = FailingModel(error=error)
     # The yes/no judge: its first call goes straight to the model, which fails.
     models = ChatModels(generator=model, grader=model, broadener=model, relevance_method="logprobs")

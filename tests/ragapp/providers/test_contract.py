@@ -275,6 +275,7 @@ def test_settings_accept_each_registered_name_with_its_declared_defaults(name, t
     assert fresh["RAG_LLM_TIMEOUT"] == chat.timeout_s
     assert fresh["RAG_FAITHFULNESS_RISK_VETO"] is chat.risk_veto
     assert fresh["RAG_MAX_RETRIEVALS"] == chat.max_retrievals
+    assert fresh["RAG_HYDE"] is chat.hyde
     assert fresh["RAG_EMBEDDING_BATCH_SIZE"] == embeddings.batch_size
     assert fresh["RAG_RELEVANCE_PREFILTER"] == embeddings.relevance_prefilter
 
@@ -286,6 +287,16 @@ def test_the_local_model_searches_once_and_capable_models_broaden_as_the_seed_do
     assert overridden["RAG_MAX_RETRIEVALS"] == 3
     with pytest.raises(ImproperlyConfigured, match="RAG_MAX_RETRIEVALS=0 must be at least 1"):
         fresh_settings(tmp_path, RAG_MAX_RETRIEVALS="0")
+
+
+def test_the_local_model_searches_with_a_written_passage_and_capable_models_as_the_seed(tmp_path):
+    def hyde(provider: str, **env) -> bool:
+        return fresh_settings(tmp_path, RAG_CHAT_PROVIDER=provider, **env)["RAG_HYDE"]
+
+    assert hyde("local") is True and hyde("openai") is False
+    assert hyde("local", RAG_HYDE="false") is False and hyde("openai", RAG_HYDE="true") is True
+    with pytest.raises(ImproperlyConfigured, match="RAG_HYDE"):
+        fresh_settings(tmp_path, RAG_HYDE="sometimes")
 
 
 @pytest.mark.parametrize("setting", ["RAG_CHAT_PROVIDER", "RAG_EMBEDDING_PROVIDER"])

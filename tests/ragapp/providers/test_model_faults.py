@@ -56,6 +56,7 @@ def openai_chat(settings, caplog):
     settings.RAG_RELEVANCE_THRESHOLD = 0.75
     settings.RAG_TOP_K = 1  # one document, so one relevance call whose attempts are counted
     settings.RAG_RETRIEVAL_MODE = "vector"
+    settings.RAG_HYDE = False  # the openai default: the first model call is a relevance grade
     # Everything the client and its HTTP stack log is captured, so the leak checks see it all.
     caplog.set_level(logging.DEBUG)
     for name in ("openai", "httpx", "httpx2", "httpcore", "httpcore2"):

@@ -1,0 +1,51 @@
+"""A passage written for the search (HyDE): the answer as the documentation might word it.
+
+A support engineer asks in the words of the problem ("I don't want the interactive prompts for
+country and common name"); a manual answers in its own ("-subj arg: sets the subject name for a
+new request"). Neither the embedding nor BM25 bridges that gap, so the chunk that answers often
+stays out of the first five even when its page is found. The generation model, asked to write
+the documentation's answer, names the command, option or setting it expects, and often the right
+one: searching with the question and that passage together ranks the answering chunk higher
+(Gao et al., "Precise Zero-Shot Dense Retrieval without Relevance Labels", 2022). On OpenSSL's
+golden set every expected fact was then in what the model reads for 26 of 40 answerable
+questions against 19 (docs/evaluation.md, "A passage written for the search").
+
+The passage is a search key and nothing more: no judge, writer or check ever reads it, nothing
+of it is shown as an answer, and a wrong guess costs only a worse ranking. The trace records it,
+so the search can be audited. The question stays first in the search text, so that what it
+names exactly still counts.
+"""
+
+from __future__ import annotations
+
+from langchain_core.language_models import BaseChatModel
+
+from ragapp.graph import prompts
+from ragapp.graph.context import Usage
+from ragapp.graph.judges import describe_problem, text_call
+
+# About two sentences: a longer passage adds the model's own words faster than the names that
+# find the chunk. A reply cut here is still a search key.
+HYPOTHESIS_MAX_TOKENS = 70
+
+
+def write_hypothesis(model: BaseChatModel, question: str, *, usage: Usage) -> tuple[str, str]:
+    """The passage `model` writes to answer `question`, and why there is none ("" if there is).
+
+    Any failure of the call leaves the search to the question alone: the run goes on.
+    """
+    try:
+        passage = text_call(
+            model,
+            prompts.hypothesis_messages(question),
+            usage=usage,
+            max_tokens=HYPOTHESIS_MAX_TOKENS,
+        )
+    except Exception as exc:  # a search key is never worth failing a run for
+        return "", f"the model failed ({describe_problem(exc)})"
+    return (passage, "") if passage.strip() else ("", "the model wrote nothing")
+
+
+def search_text(question: str, passage: str) -> str:
+    """What the first retrieval searches for: the question, then the written passage if any."""
+    return f"{question}\n{passage}" if passage else question
