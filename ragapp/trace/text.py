@@ -39,7 +39,11 @@ def _retrieve(payload: dict) -> str:
 def _hypothesis(payload: dict) -> str:
     # RAG_HYDE: the passage the model wrote, searched for with the question (never evidence).
     if payload.get("hypothesis"):
-        return f"; searched with a passage the model wrote for it: '{payload['hypothesis']}'"
+        took = payload.get("hypothesis_ms")
+        written = f" in {took:.0f} ms" if took is not None else ""
+        return (
+            f"; searched with a passage the model wrote for it{written}: '{payload['hypothesis']}'"
+        )
     problem = payload.get("hypothesis_problem")
     return f"; no passage written for the search ({problem})" if problem else ""
 

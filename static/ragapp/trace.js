@@ -45,7 +45,7 @@
   function ms(p) { return p.duration_ms != null ? " (" + Math.round(p.duration_ms) + " ms)" : ""; }
   // RAG_HYDE: the passage the model wrote, searched for with the question (never evidence).
   function hypothesis(p) {
-    if (p.hypothesis) { return "; searched with a passage the model wrote for it: “" + p.hypothesis + "”"; }
+    if (p.hypothesis) { return "; searched with a passage the model wrote for it" + (p.hypothesis_ms != null ? " in " + Math.round(p.hypothesis_ms) + " ms" : "") + ": “" + p.hypothesis + "”"; }
     return p.hypothesis_problem ? "; no passage written for the search (" + p.hypothesis_problem + ")" : "";
   }
 

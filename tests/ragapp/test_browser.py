@@ -1,6 +1,7 @@
 """The portal in a real headless Chromium (Debian's package), driven by Playwright."""
 
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -121,6 +122,24 @@ def test_a_question_naming_what_the_docs_never_mention_is_told_so(server, browse
     page.screenshot(path=str(ARTIFACTS / "refusal-unknown-name.png"), full_page=True)
     page.set_viewport_size({"width": 390, "height": 844})
     page.screenshot(path=str(ARTIFACTS / "refusal-unknown-name-phone.png"), full_page=True)
+
+
+@pytest.mark.parametrize("server", [{"RAG_HYDE": "true"}], indirect=True)
+def test_the_trace_shows_the_passage_the_first_search_was_made_with(server, browser):
+    # The fake model's passage is the question itself (providers/fake_chat.py).
+    question = "How do I restart the worker?"
+    page = ask_on_a_desktop(browser, server, question)
+
+    page.wait_for_selector(".answer-card", timeout=60_000)
+    if not page.locator("#trace-fold[open]").count():  # a finished run's trace starts folded
+        page.click("#trace-fold > summary")
+    line = page.locator("#trace li.kind-retrieve").inner_text()
+    wrote = r"searched with a passage the model wrote for it in \d+ ms: "
+    assert re.search(wrote + re.escape(f"\u201c{question}\u201d"), line), line
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "trace-hyde.png"), full_page=True)
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.screenshot(path=str(ARTIFACTS / "trace-hyde-phone.png"), full_page=True)
 
 
 @pytest.mark.parametrize("server", [{"RAG_RELEVANCE_JUDGE": "logprobs"}], indirect=True)

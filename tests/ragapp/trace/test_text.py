@@ -19,6 +19,18 @@ def test_a_retrieval_without_excerpts_or_from_an_older_run_does_not_mention_them
     assert describe("retrieve", RETRIEVE) == plain
 
 
+def test_a_retrieval_shows_the_passage_it_searched_with_or_why_there_was_none():
+    written = {"hypothesis": "Use `pg_dump`.", "hypothesis_ms": 1150.4, "hypothesis_problem": ""}
+    assert describe("retrieve", {**RETRIEVE, **written, "duration_ms": 12.0}) == (
+        "retrieve #1: 5 documents for 'backups?' by hybrid search; searched with a passage the "
+        "model wrote for it in 1150 ms: 'Use `pg_dump`.' (12 ms)"
+    )
+    failed = {"hypothesis": "", "hypothesis_ms": 3.0, "hypothesis_problem": "the model wrote nothing"}
+    assert describe("retrieve", {**RETRIEVE, **failed}).endswith(
+        "by hybrid search; no passage written for the search (the model wrote nothing)"
+    )
+
+
 GRADE = {"index": 2, "total": 5, "passed": True, "document": {"source_path": "a.md"}}
 
 
