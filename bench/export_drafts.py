@@ -64,7 +64,9 @@ def main() -> None:
         hits = [doc["chunk_id"] for doc in retrieve.payload["documents"]] if retrieve else []
         # A follow-up was searched with its standalone form (graph.md, "condense").
         query = meta.get("standalone_question") or run.query
-        added = excerpts(query, hits) if excerpts and hits else {}
+        # With RAG_HYDE the search was for the question and the passage the model wrote for it.
+        passage = retrieve.payload.get("hypothesis", "") if retrieve else ""
+        added = excerpts(query, hits, passage) if excerpts and hits else {}
         lines.append(
             {
                 "kind": "faithfulness",
@@ -100,11 +102,13 @@ def excerpts_again(recorded: dict):
     its page's next-best chunk, and every other hit by an excerpt cut from its chunk and that
     next chunk (graph/excerpts.py); the answer check reads each chunk and its excerpt
     (`support_text`), while the writer read the later hits' excerpts in place of their chunks.
-    The trace keeps no texts, so the first retrieval is made again for the run's question with
-    the product's retriever and the evaluation's settings. Where its hits are not the ones the run
+    The trace keeps no texts, so the first retrieval is made again for the run's question (and,
+    with RAG_HYDE, the passage its trace recorded) with the product's retriever and the
+    evaluation's settings. Where its hits are not the ones the run
     recorded (the knowledge base changed), nothing is added and a warning says so.
     """
     from ragapp.graph.excerpts import EXCERPT_COMPANIONS, focused
+    from ragapp.graph.hypothesis import search_text
     from ragapp.providers import get_embeddings
     from ragapp.retrieval.retrievers import build_retriever
 
@@ -112,8 +116,9 @@ def excerpts_again(recorded: dict):
     retriever = build_retriever(mode=recorded["RAG_RETRIEVAL_MODE"], embeddings=embeddings)
     budget, top_k = recorded["RAG_EXCERPT_CHARS"], recorded["RAG_TOP_K"]
 
-    def added(question: str, hits: list[int]) -> dict[int, str]:
-        docs = retriever.search(question, k=top_k, companions=EXCERPT_COMPANIONS)
+    def added(question: str, hits: list[int], passage: str = "") -> dict[int, str]:
+        query = search_text(question, passage)
+        docs = retriever.search(query, k=top_k, companions=EXCERPT_COMPANIONS)
         if [doc.chunk_id for doc in docs] != hits:
             print(f"not the run's hits, no excerpts: {question[:60]!r}", file=sys.stderr)
             return {}
