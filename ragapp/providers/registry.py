@@ -149,7 +149,7 @@ PROVIDERS: dict[str, Provider] = {
                 max_retrievals=1,
                 # The first search is for the question and a passage the 1.5B model writes to
                 # answer it, in the documentation's words (HyDE): the chunk that holds the
-                # answer is found far more often, for about 1.2 s of writing. Every expected fact
+                # answer is found far more often, for about 1.8 s of writing. Every expected fact
                 # was then in what the model reads for 26 of OpenSSL's 40 answerable questions
                 # against 19, and 98 of the PostgreSQL manual's 132 against 93 (docs/evaluation.md,
                 # "A passage written for the search").

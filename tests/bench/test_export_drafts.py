@@ -32,10 +32,12 @@ def export(monkeypatch, load_bench):
     return run
 
 
-def evaluate(tmp_path: Path, name: str) -> QueryRun:
+def evaluate(
+    tmp_path: Path, name: str, question: str = "Which port does the beta service listen on?"
+) -> QueryRun:
     """One answerable question through `eval_rag --name NAME` with the fake models; its run."""
     golden = tmp_path / "golden.jsonl"
-    item = {"id": "p", "question": "Which port does the beta service listen on?"}
+    item = {"id": "p", "question": question}
     item |= {"answerable": True, "sources": ["beta.md"], "facts": ["9000"]}
     golden.write_text(json.dumps(item) + "\n")
     call_command(
@@ -80,4 +82,35 @@ def test_without_excerpts_a_draft_comes_with_its_chunks_alone(
     [line] = [json.loads(text) for text in out.read_text().splitlines()]
     assert line["documents"][0] == (
         "docs/beta.md\nBeta\n\nBeta setup: the beta service starts with `beta serve` on port 9000."
+    )
+
+
+def test_a_draft_whose_search_had_a_written_passage_gets_its_excerpts_too(
+    tmp_path, knowledge_base, fake_chat, settings, export, monkeypatch
+):
+    """With RAG_HYDE the run searched for the question and a passage: the export searches the
+    same, or it finds other hits than the run recorded and leaves the excerpts out."""
+    from ragapp.providers import fake_chat as fake_module
+
+    passage = "To bring it up, run beta serve: the beta service then listens on port 9000."
+    scripted = fake_module.FakeScript(
+        hypothesize=lambda question: passage, relevance=lambda question, doc: 0.9
+    )
+    monkeypatch.setattr(
+        fake_module, "fake_chat_model", lambda name: fake_module.FakeChatModel(script=scripted)
+    )
+    settings.RAG_HYDE = True
+    settings.RAG_TOP_K = 2
+    settings.RAG_EXCERPT_CHARS = 300
+    run = evaluate(tmp_path, "hyde", "How do I launch the module that answers requests?")
+    assert run.status == "answered"
+
+    out = tmp_path / "drafts.jsonl"
+    export("hyde", str(out))
+
+    [line] = [json.loads(text) for text in out.read_text().splitlines()]
+    assert line["documents"][0] == (
+        "docs/beta.md\nBeta\n\n"
+        "Beta setup: the beta service starts with `beta serve` on port 9000.\n\n[...] "
+        "[...]\nBeta logs rotate daily; keep seven days."
     )
