@@ -1,10 +1,10 @@
 """The first search with and without a passage written for it (RAG_HYDE), in one run.
 
 For every answerable question of a golden set, against the knowledge base in RAG_DATA_DIR (build
-it first: docs/evaluation.md, "The golden sets"), the configured generation model writes the
-passage the graph writes (graph/hypothesis.py), and the product's retriever then searches twice:
-for the question alone (the baseline, `RAG_HYDE=false`) and for the question and the passage (the
-graph with `RAG_HYDE=true`). Both searches are measured the same way:
+it first: docs/evaluation.md, "The golden sets"), the configured query-rewriting model
+(RAG_BROADEN_MODEL) writes the passage as the graph does (graph/hypothesis.py), and the product's
+retriever then searches twice: for the question alone (the baseline, `RAG_HYDE=false`) and for
+the question and the passage (the graph with `RAG_HYDE=true`). Both are measured the same way:
 
 - **recall@5 / MRR@10** of the expected sources, as `eval_rag` measures them;
 - **facts shown**: the questions whose expected facts are all in what the model is shown (the

@@ -499,8 +499,8 @@ RAG_REFUSE_UNKNOWN_NAMES = env_bool("RAG_REFUSE_UNKNOWN_NAMES", _CHAT_DEFAULTS.r
 # How many retrievals a run may make: the first, then broadened searches while too few chunks
 # pass grading (the last one passes what it has to generate).
 RAG_MAX_RETRIEVALS = env_int("RAG_MAX_RETRIEVALS", _CHAT_DEFAULTS.max_retrievals, minimum=1)
-# Search the first retrieval with the question and a short passage the generation model writes
-# to answer it (HyDE, graph/hypothesis.py): the passage is only a search key, never evidence.
+# Search the first retrieval with the question and a short passage the query-rewriting model
+# (RAG_BROADEN_MODEL) writes to answer it (HyDE, graph/hypothesis.py): a search key, not evidence.
 RAG_HYDE = env_bool("RAG_HYDE", _CHAT_DEFAULTS.hyde)
 RAG_MIN_RELEVANT_DOCS = env_int("RAG_MIN_RELEVANT_DOCS", 1, minimum=1)
 RAG_ANSWER_CONFIDENCE_THRESHOLD = env_float(

@@ -11,18 +11,24 @@ golden set every expected fact was then in what the model reads for 26 of 40 ans
 questions against 19 (docs/evaluation.md, "A passage written for the search").
 
 The passage is a search key and nothing more: no judge, writer or check ever reads it, nothing
-of it is shown as an answer, and a wrong guess costs only a worse ranking. The trace records it,
-so the search can be audited. The question stays first in the search text, so that what it
-names exactly still counts.
+of it is shown as an answer, and a wrong guess costs only a worse ranking. (The hits'
+similarity, which the relevance pre-filter reads, is to the search text, passage included.) The
+trace records it, so the search can be audited. The question stays first in the search text, so
+that what it names exactly still counts.
 """
 
 from __future__ import annotations
+
+import logging
 
 from langchain_core.language_models import BaseChatModel
 
 from ragapp.graph import prompts
 from ragapp.graph.context import Usage
 from ragapp.graph.judges import describe_problem, text_call
+from ragapp.trace.redaction import public_message
+
+logger = logging.getLogger(__name__)
 
 # About two sentences: a longer passage adds the model's own words faster than the names that
 # find the chunk. A reply cut here is still a search key.
@@ -42,7 +48,9 @@ def write_hypothesis(model: BaseChatModel, question: str, *, usage: Usage) -> tu
             max_tokens=HYPOTHESIS_MAX_TOKENS,
         )
     except Exception as exc:  # a search key is never worth failing a run for
-        return "", f"the model failed ({describe_problem(exc)})"
+        logger.warning("no passage for the search, the question is searched alone: %s", exc)
+        # The trace is read by the run's owner: no server address or path in it (redaction.py).
+        return "", f"the model failed ({public_message(describe_problem(exc))})"
     return (passage, "") if passage.strip() else ("", "the model wrote nothing")
 
 

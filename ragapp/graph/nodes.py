@@ -32,6 +32,7 @@ from ragapp.graph.repetition import repeats_already, without_repetition, without
 from ragapp.graph.state import AnswerGrade, DocGrade, RAGState, RetrievedDoc, usable_numbers
 from ragapp.retrieval.coverage import UNKNOWN_NAMES_REASON, technical_names
 from ragapp.trace.kinds import EventKind
+from ragapp.trace.redaction import public_message
 
 
 @contextmanager
@@ -66,7 +67,8 @@ def condense(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
                 max_tokens=CONDENSE_MAX_TOKENS,
             )
         except Exception as exc:  # any failure of this one call: the follow-up still gets answered
-            reply, reason = "", f"the model failed ({describe_problem(exc)})"
+            # The trace is read by the run's owner: no server address or path in it.
+            reply, reason = "", f"the model failed ({public_message(describe_problem(exc))})"
     standalone = _first_line(reply)
     if not standalone and not reason:
         reason = "the model wrote no question"

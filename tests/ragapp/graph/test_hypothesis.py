@@ -4,8 +4,10 @@ import pytest
 
 from ragapp.graph.context import GraphLimits
 from ragapp.models import QueryRun, TraceEvent
+from ragapp.providers.fake_chat import FakeChatModel
 from ragapp.runs.runner import execute_run
 from ragapp.services import run_create
+from tests.ragapp.graph.conftest import one_model_in_every_role
 
 pytestmark = pytest.mark.django_db
 
@@ -52,24 +54,34 @@ def test_the_first_search_is_for_the_question_and_the_written_passage(
     assert "hypothesize" not in without.response_metadata["node_ms"]
 
 
-def test_the_passage_is_a_search_key_never_evidence(knowledge_base, models, script):
-    """The judges and the writer see the question as asked and the documents, never the passage."""
-    judged, written = [], []
+class RecordingModel(FakeChatModel):
+    """The fake model, keeping the last message of every prompt it is sent."""
+
+    prompts: list[str] = []
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        self.prompts.append(messages[-1].content)
+        return super()._generate(messages, stop, run_manager, **kwargs)
+
+
+@pytest.mark.parametrize("judge_method", ["structured", "logprobs"])
+def test_the_passage_is_a_search_key_never_evidence(knowledge_base, script, judge_method):
+    """No prompt after the passage's own (relevance, writing, the answer check) contains it."""
     script.hypothesize = lambda question: PASSAGE
-    script.relevance = lambda question, doc: judged.append((question, doc)) or 0.9
-    script.generate = lambda question, docs: written.append((question, docs)) or "Run it [1]."
-    run = ask(QUESTION, models, hyde=True)
+    script.relevance = lambda question, doc: 0.9
+    model = RecordingModel(script=script, prompts=[])
+    run = ask(QUESTION, one_model_in_every_role(model, judge_method), hyde=True)
 
     assert run.status == QueryRun.Status.ANSWERED
-    assert judged and written
-    seen = [text for pair in judged for text in pair] + [written[0][0], *written[0][1]]
-    assert {question for question, _ in judged} == {QUESTION} and written[0][0] == QUESTION
-    assert not any("run beta serve" in text for text in seen)
+    first, *later = model.prompts
+    assert first.startswith("Write the two sentences")  # the request for the passage itself
+    assert len(later) >= 3 and all(QUESTION in prompt for prompt in later)
+    assert not any(PASSAGE in prompt or "run beta serve" in prompt for prompt in later)
 
 
 def test_a_failed_passage_leaves_the_search_to_the_question(knowledge_base, models, script):
     def broken(question):
-        raise RuntimeError("the model server went away")
+        raise RuntimeError("the model server at http://10.0.0.5:8080/v1 went away")
 
     script.hypothesize = broken
     failed = ask(QUESTION, models, hyde=True)
@@ -77,7 +89,9 @@ def test_a_failed_passage_leaves_the_search_to_the_question(knowledge_base, mode
 
     retrieved = retrievals(failed)[0]
     assert retrieved["hypothesis"] == ""
-    assert "the model server went away" in retrieved["hypothesis_problem"]
+    # What failed is said, where the server is not: the trace is the run owner's to read.
+    assert "went away" in retrieved["hypothesis_problem"]
+    assert "10.0.0.5" not in retrieved["hypothesis_problem"]
     assert retrieved["documents"] == retrievals(plain)[0]["documents"]
     assert failed.status in (QueryRun.Status.ANSWERED, QueryRun.Status.REFUSED)  # not failed
 
