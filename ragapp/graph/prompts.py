@@ -294,6 +294,13 @@ def condense_messages(turns: list[tuple[str, str]], followup: str) -> list[BaseM
     ]
 
 
+# The request for the search's passage; the fake model recognises the prompt by it.
+HYPOTHESIS_TASK = (
+    "Write the two sentences of the product's documentation that answer this question. "
+    "Name the exact command, option, setting or value. Do not explain."
+)
+
+
 def hypothesis_messages(question: str) -> list[BaseMessage]:
     """Ask for the documentation's answer to `question`, as a search key (graph/hypothesis.py).
 
@@ -301,11 +308,7 @@ def hypothesis_messages(question: str) -> list[BaseMessage]:
     """
     return [
         SystemMessage("You write technical documentation."),
-        HumanMessage(
-            "Write the two sentences of the product's documentation that answer this question. "
-            "Name the exact command, option, setting or value. Do not explain.\n\n"
-            f"Question: {defuse(question)}"
-        ),
+        HumanMessage(f"{HYPOTHESIS_TASK}\n\nQuestion: {defuse(question)}"),
     ]
 
 

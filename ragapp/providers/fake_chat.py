@@ -21,6 +21,7 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from langchain_core.runnables import RunnableLambda
 from pydantic import BaseModel, ConfigDict
 
+from ragapp.graph.prompts import HYPOTHESIS_TASK
 from ragapp.graph.schemas import AnswerFaithfulness, DocumentRelevance
 from ragapp.providers.registry import ModelStatus
 
@@ -31,7 +32,7 @@ _ANSWER = re.compile(r"<answer>\n(.*?)\n</answer>", re.S)
 _USER_ASKED = re.compile(r"^The user asked: (.*)$", re.M)
 _QUERY_WAS = re.compile(r"^The search query was: (.*)$", re.M)
 _FOLLOW_UP = re.compile(r"^Follow-up: (.*)$", re.M)
-_HYPOTHESIS = "Write the two sentences of the product's documentation"
+
 _EARLIER_QUESTION = re.compile(r"^Question \d+: (.*)$", re.M)
 # The tails of the shared-prefix prompts: which document a verdict is about, which ones may be used.
 _ABOUT = re.compile(r"Does document \[(\d+)\]")
@@ -121,7 +122,7 @@ class FakeChatModel(BaseChatModel):
             text = self.script.condense(
                 [q.strip() for q in _EARLIER_QUESTION.findall(prompt)], _first(_FOLLOW_UP, prompt)
             )
-        elif prompt.startswith(_HYPOTHESIS):  # the passage written for the first search
+        elif prompt.startswith(HYPOTHESIS_TASK):  # the passage written for the first search
             self.script.calls.append("hypothesize")
             text = self.script.hypothesize(_first(_QUESTION, prompt))
         elif _USER_ASKED.search(prompt):  # broaden_query
