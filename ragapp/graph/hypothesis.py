@@ -25,7 +25,7 @@ from langchain_core.language_models import BaseChatModel
 
 from ragapp.graph import prompts
 from ragapp.graph.context import Usage
-from ragapp.graph.judges import describe_problem, text_call
+from ragapp.graph.judges import CallTimeout, describe_problem, text_call
 from ragapp.trace.redaction import public_message
 
 logger = logging.getLogger(__name__)
@@ -33,12 +33,19 @@ logger = logging.getLogger(__name__)
 # About two sentences: a longer passage adds the model's own words faster than the names that
 # find the chunk. A reply cut here is still a search key.
 HYPOTHESIS_MAX_TOKENS = 70
+# Each attempt at the passage waits at most this long (or RAG_LLM_TIMEOUT, if shorter). The
+# packaged 1.5B model writes one in about 2 s at the median on two cores; a server that has not
+# answered in 15 s is stalled or overloaded, and a search key is not worth the run's time
+# (RAG_LLM_TIMEOUT is 120 s for `local`, and each call may be retried RAG_LLM_MAX_RETRIES times).
+HYPOTHESIS_TIMEOUT_S = 15.0
 
 
 def write_hypothesis(model: BaseChatModel, question: str, *, usage: Usage) -> tuple[str, str]:
     """The passage `model` writes to answer `question`, and why there is none ("" if there is).
 
-    Any failure of the call leaves the search to the question alone: the run goes on.
+    Any failure of the call leaves the search to the question alone: the run goes on. Each
+    attempt is cut at `HYPOTHESIS_TIMEOUT_S`, so a stalled server costs the run seconds here,
+    not RAG_LLM_TIMEOUT's minutes.
     """
     try:
         passage = text_call(
@@ -46,12 +53,20 @@ def write_hypothesis(model: BaseChatModel, question: str, *, usage: Usage) -> tu
             prompts.hypothesis_messages(question),
             usage=usage,
             max_tokens=HYPOTHESIS_MAX_TOKENS,
+            timeout=_timeout(model),
         )
     except Exception as exc:  # a search key is never worth failing a run for
         logger.warning("no passage for the search, the question is searched alone: %s", exc)
         # The trace is read by the run's owner: no server address or path in it (redaction.py).
         return "", f"the model failed ({public_message(describe_problem(exc))})"
     return (passage, "") if passage.strip() else ("", "the model wrote nothing")
+
+
+def _timeout(model: BaseChatModel) -> CallTimeout:
+    client = getattr(model, "request_timeout", None)  # RAG_LLM_TIMEOUT, on OpenAI clients
+    if isinstance(client, int | float) and client < HYPOTHESIS_TIMEOUT_S:
+        return CallTimeout(client, "RAG_LLM_TIMEOUT")
+    return CallTimeout(HYPOTHESIS_TIMEOUT_S, "the passage's own limit")
 
 
 def search_text(question: str, passage: str) -> str:

@@ -130,6 +130,14 @@ def describe_problem(problem: object) -> str:
 
 
 @dataclass(frozen=True)
+class CallTimeout:
+    """A call's own limit on each attempt, shorter than the client's (RAG_LLM_TIMEOUT)."""
+
+    seconds: float
+    source: str  # what set it, for the message when it runs out
+
+
+@dataclass(frozen=True)
 class TextReply:
     text: str
     cut: bool  # the reply stopped at `max_tokens`, not where the model ended it
@@ -143,15 +151,21 @@ def text_reply(
     usage: Usage,
     max_tokens: int | None = None,
     stop_when: Callable[[str], bool] | None = None,
+    timeout: CallTimeout | None = None,
 ) -> TextReply:
     """Ask `model` for free text (at most `max_tokens` tokens, when given).
 
     With `stop_when`, the reply is streamed and read only until `stop_when(text so far)` holds:
-    closing the stream closes the connection, and the server stops writing.
+    closing the stream closes the connection, and the server stops writing. With `timeout`,
+    each attempt of this call waits at most that long, whatever the client's own timeout.
     """
-    runnable = model.bind(max_tokens=max_tokens) if max_tokens else model
+    bound = {"max_tokens": max_tokens} if max_tokens else {}
+    if timeout is not None:
+        bound["timeout"] = timeout.seconds  # the openai SDK's per-request timeout
+    runnable = model.bind(**bound) if bound else model
     stopped = False
-    with explained_failures(model):
+    limit = {"timeout": timeout.seconds, "timeout_source": timeout.source} if timeout else {}
+    with explained_failures(model, **limit):
         if stop_when is None:
             message = runnable.invoke(messages)
         else:
@@ -208,9 +222,10 @@ def text_call(
     *,
     usage: Usage,
     max_tokens: int | None = None,
+    timeout: CallTimeout | None = None,
 ) -> str:
     """Ask `model` for free text (at most `max_tokens` tokens, when given)."""
-    return text_reply(model, messages, usage=usage, max_tokens=max_tokens).text
+    return text_reply(model, messages, usage=usage, max_tokens=max_tokens, timeout=timeout).text
 
 
 def yes_probability(model: BaseChatModel, messages: list[BaseMessage], *, usage: Usage) -> float:

@@ -39,9 +39,18 @@ def redact(text: str, secrets: tuple[str, ...] = ()) -> str:
 
 
 def describe(
-    exc: openai.APIError, *, model: str, timeout: float | None, max_retries: int, secrets=()
+    exc: openai.APIError,
+    *,
+    model: str,
+    timeout: float | None,
+    max_retries: int,
+    secrets=(),
+    timeout_source: str = "RAG_LLM_TIMEOUT",
 ) -> ChatModelError:
-    """The `ChatModelError` that says what `exc` (final, from the SDK) means."""
+    """The `ChatModelError` that says what `exc` (final, from the SDK) means.
+
+    `timeout_source` names what set `timeout`: the setting, or a call's own shorter limit.
+    """
     request = _request_of(exc)
     where = _safe_url(request)
     attempts = _attempts(request)
@@ -52,7 +61,7 @@ def describe(
         return ChatModelError(redact(text, secrets), kind=kind, attempts=attempts)
 
     if isinstance(exc, openai.APITimeoutError):
-        limit = f"within {timeout:g} s (RAG_LLM_TIMEOUT)" if timeout else "in time"
+        limit = f"within {timeout:g} s ({timeout_source})" if timeout else "in time"
         return error(
             "timeout", f"the chat model {model!r} at {where} did not answer {limit}; {tries}"
         )
@@ -95,22 +104,27 @@ def describe(
 
 
 @contextmanager
-def explained_failures(model):
+def explained_failures(model, *, timeout: float | None = None, timeout_source: str = ""):
     """Inside the block, the OpenAI client's final failure becomes a clear `ChatModelError`.
 
     `model` is the chat model being called (a `ChatOpenAI`, or any model: others pass through).
+    `timeout` is a call's own limit on each attempt, when it set one shorter than the client's
+    (`timeout_source` says which); without it the message names RAG_LLM_TIMEOUT.
     """
     try:
         yield
     except openai.APIError as exc:
         key = getattr(model, "openai_api_key", None)
-        timeout = getattr(model, "request_timeout", None)
+        source = timeout_source
+        if timeout is None:
+            timeout, source = getattr(model, "request_timeout", None), "RAG_LLM_TIMEOUT"
         raise describe(
             exc,
             model=getattr(model, "model_name", None) or type(model).__name__,
             timeout=timeout if isinstance(timeout, int | float) else None,
             max_retries=getattr(model, "max_retries", None) or 0,
             secrets=(key.get_secret_value(),) if key is not None else (),
+            timeout_source=source,
         ) from None
 
 

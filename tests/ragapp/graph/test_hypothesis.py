@@ -17,9 +17,10 @@ QUESTION = "How do I launch the module that answers requests?"
 PASSAGE = "To bring it up, run beta serve: the beta service then listens on port 9000."
 
 
-def ask(question, models, **limits):
+def ask(question, models, history=None, **limits):
     run = run_create(query=question)
-    execute_run(run, models=models, limits=GraphLimits(**{"top_k": 1, **limits}))
+    limits = GraphLimits(**{"top_k": 1, **limits})
+    execute_run(run, models=models, limits=limits, history=history)
     run.refresh_from_db()
     return run
 
@@ -52,6 +53,24 @@ def test_the_first_search_is_for_the_question_and_the_written_passage(
     # Without the setting no passage is asked for, and the trace carries no such fields.
     assert "hypothesis" not in retrievals(without)[0]
     assert "hypothesize" not in without.response_metadata["node_ms"]
+    # The run's metadata says which way it searched, so a stored run can be audited.
+    assert with_passage.response_metadata["settings"]["hyde"] is True
+    assert without.response_metadata["settings"]["hyde"] is False
+
+
+def test_a_follow_up_gets_its_passage_for_the_standalone_question(knowledge_base, models, script):
+    """The passage answers what `condense` made of the follow-up, not the words "and that one"."""
+    asked: list[str] = []
+    script.condense = lambda earlier, followup: QUESTION
+    script.hypothesize = lambda question: asked.append(question) or PASSAGE
+    earlier = [("Which modules are there?", "There is a beta service [1].")]
+    run = ask("and how do I launch it?", models, history=earlier, hyde=True)
+
+    assert asked == [QUESTION]
+    retrieved = retrievals(run)[0]
+    assert (retrieved["query"], retrieved["hypothesis"]) == (QUESTION, PASSAGE)
+    assert retrieved["documents"][0]["source_path"] == "docs/beta.md"
+    assert run.query == "and how do I launch it?"
 
 
 class RecordingModel(FakeChatModel):

@@ -380,3 +380,36 @@ def test_an_answer_whose_stream_stalls_times_out_and_fails_the_run(
     assert [a.schema for a in server.attempts] == ["DocumentRelevance", None]
     assert_failed_visibly(run, caplog, "did not answer within 1 s (RAG_LLM_TIMEOUT)")
     assert kinds(run) == ["retrieve", "grade", "grade_docs", "error", "done"]
+
+
+def test_a_stalled_passage_is_cut_at_its_own_limit_and_the_question_is_searched_alone(
+    knowledge_base, users, openai_chat, caplog, monkeypatch
+):
+    """RAG_HYDE's passage waits far less than RAG_LLM_TIMEOUT; the run then goes on."""
+    from ragapp.graph import hypothesis, prompts
+
+    openai_chat.RAG_HYDE = True
+    openai_chat.RAG_LLM_TIMEOUT = 30.0  # the graph's other calls may take this long
+    monkeypatch.setattr(hypothesis, "HYPOTHESIS_TIMEOUT_S", 0.5)
+    clear_chat_models_cache()
+
+    def passage_stalls(attempt: Attempt) -> Reply:
+        asked = json.dumps(attempt.body.get("messages", []))
+        if prompts.HYPOTHESIS_TASK[:40] in asked:
+            return Reply(delay_s=10.0)  # accepts the request, then says nothing
+        return healthy(attempt)
+
+    with MisbehavingModelServer(passage_stalls) as server:
+        run = run_against(server, openai_chat, users)
+
+    passage_tries = [a for a in server.attempts if a.schema is None][: 1 + RETRIES]
+    assert [a.retry_count for a in passage_tries] == list(range(1 + RETRIES))
+    # Each try was cut at the passage's limit, not RAG_LLM_TIMEOUT's 30 s.
+    assert all(gap < 5.0 for gap in server.gaps()[:RETRIES])
+    assert run.status == QueryRun.Status.ANSWERED, run.error
+    retrieved = TraceEvent.objects.get(run=run, kind="retrieve").payload
+    assert retrieved["hypothesis"] == ""
+    problem = retrieved["hypothesis_problem"]
+    assert "did not answer within 0.5 s (the passage's own limit)" in problem
+    assert server.base_url.split("//")[1] not in problem  # the address is withheld
+    assert_no_key(json.dumps(retrieved), caplog.text)
