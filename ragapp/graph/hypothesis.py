@@ -33,11 +33,13 @@ logger = logging.getLogger(__name__)
 # About two sentences: a longer passage adds the model's own words faster than the names that
 # find the chunk. A reply cut here is still a search key.
 HYPOTHESIS_MAX_TOKENS = 70
-# Each attempt at the passage waits at most this long (or RAG_LLM_TIMEOUT, if shorter). The
-# packaged 1.5B model writes one in about 2 s at the median on two cores; a server that has not
-# answered in 15 s is stalled or overloaded, and a search key is not worth the run's time
-# (RAG_LLM_TIMEOUT is 120 s for `local`, and each call may be retried RAG_LLM_MAX_RETRIES times).
-HYPOTHESIS_TIMEOUT_S = 15.0
+# Each attempt at the passage waits at most this long (or RAG_LLM_TIMEOUT, if shorter), against
+# RAG_LLM_TIMEOUT's 120 s for `local`; each call may still be retried RAG_LLM_MAX_RETRIES times.
+# The packaged 1.5B model writes one in about 2 s at the median on two cores, but the server has
+# one slot: with two runs at once (RAG_MAX_CONCURRENT_RUNS) the passage may wait behind the other
+# run's whole answer (9 s at p95 quiet, 38 s seen on a loaded machine). A limit that fires in that
+# queue would spend every retry and lose the passage, so it covers one queued answer with room.
+HYPOTHESIS_TIMEOUT_S = 60.0
 
 
 def write_hypothesis(model: BaseChatModel, question: str, *, usage: Usage) -> tuple[str, str]:
