@@ -46,8 +46,8 @@ def write_hypothesis(model: BaseChatModel, question: str, *, usage: Usage) -> tu
     """The passage `model` writes to answer `question`, and why there is none ("" if there is).
 
     Any failure of the call leaves the search to the question alone: the run goes on. Each
-    attempt is cut at `HYPOTHESIS_TIMEOUT_S`, so a stalled server costs the run seconds here,
-    not RAG_LLM_TIMEOUT's minutes.
+    attempt is cut at `HYPOTHESIS_TIMEOUT_S`, so a stalled server holds the run here at most
+    half as long as RAG_LLM_TIMEOUT would (retries included).
     """
     try:
         passage = text_call(
@@ -65,9 +65,9 @@ def write_hypothesis(model: BaseChatModel, question: str, *, usage: Usage) -> tu
 
 
 def _timeout(model: BaseChatModel) -> CallTimeout:
-    client = getattr(model, "request_timeout", None)  # RAG_LLM_TIMEOUT, on OpenAI clients
-    if isinstance(client, int | float) and client < HYPOTHESIS_TIMEOUT_S:
-        return CallTimeout(client, "RAG_LLM_TIMEOUT")
+    client_timeout = getattr(model, "request_timeout", None)  # RAG_LLM_TIMEOUT, OpenAI clients
+    if isinstance(client_timeout, int | float) and client_timeout <= HYPOTHESIS_TIMEOUT_S:
+        return CallTimeout(client_timeout, "RAG_LLM_TIMEOUT")
     return CallTimeout(HYPOTHESIS_TIMEOUT_S, "the passage's own limit")
 
 

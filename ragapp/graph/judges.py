@@ -131,7 +131,7 @@ def describe_problem(problem: object) -> str:
 
 @dataclass(frozen=True)
 class CallTimeout:
-    """A call's own limit on each attempt, shorter than the client's (RAG_LLM_TIMEOUT)."""
+    """A call's own limit on each attempt, in place of the client's (RAG_LLM_TIMEOUT)."""
 
     seconds: float
     source: str  # what set it, for the message when it runs out

@@ -104,7 +104,9 @@ def describe(
 
 
 @contextmanager
-def explained_failures(model, *, timeout: float | None = None, timeout_source: str = ""):
+def explained_failures(
+    model, *, timeout: float | None = None, timeout_source: str = "the call's own limit"
+):
     """Inside the block, the OpenAI client's final failure becomes a clear `ChatModelError`.
 
     `model` is the chat model being called (a `ChatOpenAI`, or any model: others pass through).

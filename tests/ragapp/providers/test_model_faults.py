@@ -16,6 +16,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from rest_framework.authtoken.models import Token
 
+from ragapp.graph import hypothesis, prompts
 from ragapp.models import QueryRun, TraceEvent
 from ragapp.providers.chat import clear_chat_models_cache
 from ragapp.runs.runner import execute_run
@@ -386,26 +387,28 @@ def test_a_stalled_passage_is_cut_at_its_own_limit_and_the_question_is_searched_
     knowledge_base, users, openai_chat, caplog, monkeypatch
 ):
     """RAG_HYDE's passage waits far less than RAG_LLM_TIMEOUT; the run then goes on."""
-    from ragapp.graph import hypothesis, prompts
-
     openai_chat.RAG_HYDE = True
     openai_chat.RAG_LLM_TIMEOUT = 30.0  # the graph's other calls may take this long
     monkeypatch.setattr(hypothesis, "HYPOTHESIS_TIMEOUT_S", 0.5)
     clear_chat_models_cache()
 
+    def asks_for_passage(attempt: Attempt) -> bool:
+        return prompts.HYPOTHESIS_TASK[:40] in json.dumps(attempt.body.get("messages", []))
+
     def passage_stalls(attempt: Attempt) -> Reply:
-        asked = json.dumps(attempt.body.get("messages", []))
-        if prompts.HYPOTHESIS_TASK[:40] in asked:
-            return Reply(delay_s=10.0)  # accepts the request, then says nothing
+        if asks_for_passage(attempt):
+            # Longer than RAG_LLM_TIMEOUT: only the passage's own limit ends the wait in time.
+            return Reply(delay_s=60.0)
         return healthy(attempt)
 
     with MisbehavingModelServer(passage_stalls) as server:
         run = run_against(server, openai_chat, users)
 
-    passage_tries = [a for a in server.attempts if a.schema is None][: 1 + RETRIES]
+    passage_tries = [a for a in server.attempts if asks_for_passage(a)]
     assert [a.retry_count for a in passage_tries] == list(range(1 + RETRIES))
     # Each try was cut at the passage's limit, not RAG_LLM_TIMEOUT's 30 s.
     assert all(gap < 5.0 for gap in server.gaps()[:RETRIES])
+    assert server.attempts[1 + RETRIES].arrived - server.attempts[0].arrived < 10.0
     assert run.status == QueryRun.Status.ANSWERED, run.error
     retrieved = TraceEvent.objects.get(run=run, kind="retrieve").payload
     assert retrieved["hypothesis"] == ""
@@ -413,3 +416,14 @@ def test_a_stalled_passage_is_cut_at_its_own_limit_and_the_question_is_searched_
     assert "did not answer within 0.5 s (the passage's own limit)" in problem
     assert server.base_url.split("//")[1] not in problem  # the address is withheld
     assert_no_key(json.dumps(retrieved), caplog.text)
+
+
+def test_the_passage_never_waits_longer_than_rag_llm_timeout(openai_chat):
+    """A RAG_LLM_TIMEOUT under the passage's own limit stays the limit, and is named as such."""
+    from ragapp.providers.chat import get_chat_models
+
+    openai_chat.RAG_LLM_TIMEOUT = 2.0
+    openai_chat.OPENAI_BASE_URL = "http://127.0.0.1:9/v1"
+    clear_chat_models_cache()
+    limit = hypothesis._timeout(get_chat_models().broadener)
+    assert (limit.seconds, limit.source) == (2.0, "RAG_LLM_TIMEOUT")
