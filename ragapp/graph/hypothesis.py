@@ -25,7 +25,8 @@ from langchain_core.language_models import BaseChatModel
 
 from ragapp.graph import prompts
 from ragapp.graph.context import Usage
-from ragapp.graph.judges import CallTimeout, describe_problem, text_call
+from ragapp.graph.judges import describe_problem, text_call
+from ragapp.providers.model_errors import CallTimeout
 from ragapp.trace.redaction import public_message
 
 logger = logging.getLogger(__name__)

@@ -24,7 +24,7 @@ from ragapp.graph.context import ChatModels, Usage
 from ragapp.graph.grounding import MISSING, answer_claims, lexical_support
 from ragapp.graph.schemas import AnswerFaithfulness, DocumentRelevance
 from ragapp.graph.state import RetrievedDoc
-from ragapp.providers.model_errors import explained_failures
+from ragapp.providers.model_errors import CallTimeout, explained_failures
 
 logger = logging.getLogger(__name__)
 
@@ -130,14 +130,6 @@ def describe_problem(problem: object) -> str:
 
 
 @dataclass(frozen=True)
-class CallTimeout:
-    """A call's own limit on each attempt, in place of the client's (RAG_LLM_TIMEOUT)."""
-
-    seconds: float
-    source: str  # what set it, for the message when it runs out
-
-
-@dataclass(frozen=True)
 class TextReply:
     text: str
     cut: bool  # the reply stopped at `max_tokens`, not where the model ended it
@@ -164,8 +156,7 @@ def text_reply(
         bound["timeout"] = timeout.seconds  # the openai SDK's per-request timeout
     runnable = model.bind(**bound) if bound else model
     stopped = False
-    limit = {"timeout": timeout.seconds, "timeout_source": timeout.source} if timeout else {}
-    with explained_failures(model, **limit):
+    with explained_failures(model, timeout):
         if stop_when is None:
             message = runnable.invoke(messages)
         else:

@@ -32,7 +32,6 @@ _ANSWER = re.compile(r"<answer>\n(.*?)\n</answer>", re.S)
 _USER_ASKED = re.compile(r"^The user asked: (.*)$", re.M)
 _QUERY_WAS = re.compile(r"^The search query was: (.*)$", re.M)
 _FOLLOW_UP = re.compile(r"^Follow-up: (.*)$", re.M)
-
 _EARLIER_QUESTION = re.compile(r"^Question \d+: (.*)$", re.M)
 # The tails of the shared-prefix prompts: which document a verdict is about, which ones may be used.
 _ABOUT = re.compile(r"Does document \[(\d+)\]")

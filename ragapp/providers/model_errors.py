@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 import openai
 
@@ -103,30 +104,34 @@ def describe(
     )
 
 
+@dataclass(frozen=True)
+class CallTimeout:
+    """A call's own limit on each attempt, in place of the client's (RAG_LLM_TIMEOUT)."""
+
+    seconds: float
+    source: str  # what set it, for the message when it runs out
+
+
 @contextmanager
-def explained_failures(
-    model, *, timeout: float | None = None, timeout_source: str = "the call's own limit"
-):
+def explained_failures(model, limit: CallTimeout | None = None):
     """Inside the block, the OpenAI client's final failure becomes a clear `ChatModelError`.
 
     `model` is the chat model being called (a `ChatOpenAI`, or any model: others pass through).
-    `timeout` is a call's own limit on each attempt, when it set one shorter than the client's
-    (`timeout_source` says which); without it the message names RAG_LLM_TIMEOUT.
+    `limit` is the call's own timeout, when it set one; without it the client's is named.
     """
     try:
         yield
     except openai.APIError as exc:
         key = getattr(model, "openai_api_key", None)
-        source = timeout_source
-        if timeout is None:
-            timeout, source = getattr(model, "request_timeout", None), "RAG_LLM_TIMEOUT"
+        if limit is None:
+            limit = CallTimeout(getattr(model, "request_timeout", None), "RAG_LLM_TIMEOUT")
         raise describe(
             exc,
             model=getattr(model, "model_name", None) or type(model).__name__,
-            timeout=timeout if isinstance(timeout, int | float) else None,
+            timeout=limit.seconds if isinstance(limit.seconds, int | float) else None,
             max_retries=getattr(model, "max_retries", None) or 0,
             secrets=(key.get_secret_value(),) if key is not None else (),
-            timeout_source=source,
+            timeout_source=limit.source,
         ) from None
 
 
