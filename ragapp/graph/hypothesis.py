@@ -34,21 +34,22 @@ logger = logging.getLogger(__name__)
 # About two sentences: a longer passage adds the model's own words faster than the names that
 # find the chunk. A reply cut here is still a search key.
 HYPOTHESIS_MAX_TOKENS = 70
-# Each attempt at the passage waits at most this long (or RAG_LLM_TIMEOUT, if shorter), against
-# RAG_LLM_TIMEOUT's 120 s for `local`; each call may still be retried RAG_LLM_MAX_RETRIES times.
-# The packaged 1.5B model writes one in about 2 s at the median on two cores, but the server has
-# one slot: with two runs at once (RAG_MAX_CONCURRENT_RUNS) the passage may wait behind the other
-# run's whole answer (9 s at p95 quiet, 38 s seen on a loaded machine). A limit that fires in that
-# queue would spend every retry and lose the passage, so it covers one queued answer with room.
+# The passage is asked for once, not retried (RAG_LLM_MAX_RETRIES is for the calls a run needs),
+# and waits at most this long (or RAG_LLM_TIMEOUT, if shorter), against RAG_LLM_TIMEOUT's 120 s
+# for `local`. The packaged 1.5B model writes one in about 2 s at the median on two cores, but
+# the server has one slot: with two runs at once (RAG_MAX_CONCURRENT_RUNS) the passage may wait
+# behind the other run's whole answer (9 s at p95 quiet, 38 s seen on a loaded machine). A limit
+# that fired in that queue would lose the passage, so it covers one queued answer with room.
 HYPOTHESIS_TIMEOUT_S = 60.0
 
 
 def write_hypothesis(model: BaseChatModel, question: str, *, usage: Usage) -> tuple[str, str]:
     """The passage `model` writes to answer `question`, and why there is none ("" if there is).
 
-    Any failure of the call leaves the search to the question alone: the run goes on. Each
-    attempt is cut at `HYPOTHESIS_TIMEOUT_S`, so a stalled server holds the run here at most
-    half as long as RAG_LLM_TIMEOUT would (retries included).
+    Any failure of the call leaves the search to the question alone: the run goes on. The one
+    attempt is cut at `HYPOTHESIS_TIMEOUT_S`, so a stalled server holds the run here for a minute
+    at most, where a call with the client's limit and retries could hold it for (1 +
+    RAG_LLM_MAX_RETRIES) * RAG_LLM_TIMEOUT, 8 minutes with the `local` defaults.
     """
     try:
         passage = text_call(
@@ -68,8 +69,8 @@ def write_hypothesis(model: BaseChatModel, question: str, *, usage: Usage) -> tu
 def _timeout(model: BaseChatModel) -> CallTimeout:
     client_timeout = getattr(model, "request_timeout", None)  # RAG_LLM_TIMEOUT, OpenAI clients
     if isinstance(client_timeout, int | float) and client_timeout <= HYPOTHESIS_TIMEOUT_S:
-        return CallTimeout(client_timeout, "RAG_LLM_TIMEOUT")
-    return CallTimeout(HYPOTHESIS_TIMEOUT_S, "the passage's own limit")
+        return CallTimeout(client_timeout, "RAG_LLM_TIMEOUT", retried=False)
+    return CallTimeout(HYPOTHESIS_TIMEOUT_S, "the passage's own limit", retried=False)
 
 
 def search_text(question: str, passage: str) -> str:

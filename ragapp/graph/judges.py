@@ -24,7 +24,7 @@ from ragapp.graph.context import ChatModels, Usage
 from ragapp.graph.grounding import MISSING, answer_claims, lexical_support
 from ragapp.graph.schemas import AnswerFaithfulness, DocumentRelevance
 from ragapp.graph.state import RetrievedDoc
-from ragapp.providers.model_errors import CallTimeout, explained_failures
+from ragapp.providers.model_errors import CallTimeout, explained_failures, without_retries
 
 logger = logging.getLogger(__name__)
 
@@ -149,12 +149,14 @@ def text_reply(
 
     With `stop_when`, the reply is streamed and read only until `stop_when(text so far)` holds:
     closing the stream closes the connection, and the server stops writing. With `timeout`,
-    each attempt of this call waits at most that long, whatever the client's own timeout.
+    each attempt of this call waits at most that long, whatever the client's own timeout, and
+    one whose `retried` is False makes a single attempt.
     """
     bound = {"max_tokens": max_tokens} if max_tokens else {}
     if timeout is not None:
         bound["timeout"] = timeout.seconds  # the openai SDK's per-request timeout
-    runnable = model.bind(**bound) if bound else model
+    caller = model if timeout is None or timeout.retried else without_retries(model)
+    runnable = caller.bind(**bound) if bound else caller
     stopped = False
     with explained_failures(model, timeout):
         if stop_when is None:

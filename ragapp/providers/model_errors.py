@@ -47,16 +47,19 @@ def describe(
     max_retries: int,
     secrets=(),
     timeout_source: str = "RAG_LLM_TIMEOUT",
+    retried: bool = True,
 ) -> ChatModelError:
     """The `ChatModelError` that says what `exc` (final, from the SDK) means.
 
     `timeout_source` names what set `timeout`: the setting, or a call's own shorter limit.
+    `retried` is False for a call made once whatever RAG_LLM_MAX_RETRIES says.
     """
     request = _request_of(exc)
     where = _safe_url(request)
     attempts = _attempts(request)
     counted = f" after {attempts} attempt{'s' if attempts != 1 else ''}" if attempts else ""
-    tries = f"gave up{counted} (RAG_LLM_MAX_RETRIES={max_retries})"
+    retries = f"RAG_LLM_MAX_RETRIES={max_retries}" if retried else "this call is not retried"
+    tries = f"gave up{counted} ({retries})"
 
     def error(kind: str, text: str) -> ChatModelError:
         return ChatModelError(redact(text, secrets), kind=kind, attempts=attempts)
@@ -110,6 +113,27 @@ class CallTimeout:
 
     seconds: float
     source: str  # what set it, for the message when it runs out
+    # False: one attempt, whatever RAG_LLM_MAX_RETRIES says (`without_retries`).
+    retried: bool = True
+
+
+def without_retries(model):
+    """`model` whose OpenAI client makes one attempt a call; any other model as it is.
+
+    The openai SDK sets retries per client, not per request. The copy's clients are the model's
+    own with `max_retries=0` (`with_options` shares their connection pool); the model itself is
+    not changed, so every other call keeps RAG_LLM_MAX_RETRIES.
+    """
+    root = getattr(model, "root_client", None)
+    if not isinstance(root, openai.OpenAI) or not getattr(model, "max_retries", None):
+        return model
+    once = root.with_options(max_retries=0)
+    update = {"root_client": once, "client": once.chat.completions, "max_retries": 0}
+    root_async = getattr(model, "root_async_client", None)
+    if isinstance(root_async, openai.AsyncOpenAI):
+        once_async = root_async.with_options(max_retries=0)
+        update |= {"root_async_client": once_async, "async_client": once_async.chat.completions}
+    return model.model_copy(update=update)
 
 
 @contextmanager
@@ -132,6 +156,7 @@ def explained_failures(model, limit: CallTimeout | None = None):
             max_retries=getattr(model, "max_retries", None) or 0,
             secrets=(key.get_secret_value(),) if key is not None else (),
             timeout_source=limit.source,
+            retried=limit.retried,
         ) from None
 
 

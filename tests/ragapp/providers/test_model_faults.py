@@ -19,6 +19,7 @@ from rest_framework.authtoken.models import Token
 from ragapp.graph import hypothesis, prompts
 from ragapp.models import QueryRun, TraceEvent
 from ragapp.providers.chat import clear_chat_models_cache
+from ragapp.providers.model_errors import without_retries
 from ragapp.runs.runner import execute_run
 from ragapp.services import run_create
 from ragapp.trace.redaction import public_message
@@ -386,8 +387,9 @@ def test_an_answer_whose_stream_stalls_times_out_and_fails_the_run(
 def test_a_stalled_passage_is_cut_at_its_own_limit_and_the_question_is_searched_alone(
     knowledge_base, users, openai_chat, caplog, monkeypatch
 ):
-    """RAG_HYDE's passage waits far less than RAG_LLM_TIMEOUT; the run then goes on."""
+    """RAG_HYDE's passage is tried once and waits far less than RAG_LLM_TIMEOUT; the run goes on."""
     openai_chat.RAG_HYDE = True
+    openai_chat.RAG_LLM_MAX_RETRIES = MORE_RETRIES  # the run's other calls are retried
     openai_chat.RAG_LLM_TIMEOUT = 30.0  # the graph's other calls may take this long
     monkeypatch.setattr(hypothesis, "HYPOTHESIS_TIMEOUT_S", 0.5)
     clear_chat_models_cache()
@@ -405,17 +407,38 @@ def test_a_stalled_passage_is_cut_at_its_own_limit_and_the_question_is_searched_
         run = run_against(server, openai_chat, users)
 
     passage_tries = [a for a in server.attempts if asks_for_passage(a)]
-    assert [a.retry_count for a in passage_tries] == list(range(1 + RETRIES))
-    # Each try was cut at the passage's limit, not RAG_LLM_TIMEOUT's 30 s.
-    assert all(gap < 5.0 for gap in server.gaps()[:RETRIES])
-    assert server.attempts[1 + RETRIES].arrived - server.attempts[0].arrived < 10.0
+    assert [a.retry_count for a in passage_tries] == [0]  # one attempt, not 1 + MORE_RETRIES
+    # It was cut at the passage's limit, not RAG_LLM_TIMEOUT's 30 s: the grade came next.
+    assert not asks_for_passage(server.attempts[1])
+    assert server.attempts[1].arrived - server.attempts[0].arrived < 5.0
     assert run.status == QueryRun.Status.ANSWERED, run.error
     retrieved = TraceEvent.objects.get(run=run, kind="retrieve").payload
     assert retrieved["hypothesis"] == ""
     problem = retrieved["hypothesis_problem"]
     assert "did not answer within 0.5 s (the passage's own limit)" in problem
+    assert "this call is not retried" in problem
     assert server.base_url.split("//")[1] not in problem  # the address is withheld
     assert_no_key(json.dumps(retrieved), caplog.text)
+
+
+def test_a_call_without_retries_is_a_copy_and_the_model_keeps_its_own(openai_chat):
+    from ragapp.providers.chat import get_chat_models
+    from ragapp.providers.fake_chat import FakeChatModel, FakeScript
+
+    openai_chat.OPENAI_BASE_URL = "http://127.0.0.1:9/v1"
+    clear_chat_models_cache()
+    model = get_chat_models().broadener
+    once = without_retries(model)
+    assert (once.max_retries, once.root_client.max_retries) == (0, 0)
+    assert once.client._client is once.root_client  # the completions of the one-attempt client
+    assert once.root_async_client.max_retries == 0
+    assert once.async_client._client is once.root_async_client
+    # The model's own clients keep RAG_LLM_MAX_RETRIES, and share one connection pool.
+    assert (model.max_retries, model.root_client.max_retries) == (RETRIES, RETRIES)
+    assert once.root_client._client is model.root_client._client
+    assert once.model_name == model.model_name and once.request_timeout == model.request_timeout
+    fake = FakeChatModel(script=FakeScript())
+    assert without_retries(fake) is fake  # no OpenAI client: nothing to change
 
 
 def test_the_passage_never_waits_longer_than_rag_llm_timeout(openai_chat):
