@@ -125,7 +125,7 @@ def without_retries(model):
     not changed, so every other call keeps RAG_LLM_MAX_RETRIES.
     """
     root = getattr(model, "root_client", None)
-    if not isinstance(root, openai.OpenAI) or not getattr(model, "max_retries", None):
+    if not isinstance(root, openai.OpenAI) or root.max_retries == 0:
         return model
     once = root.with_options(max_retries=0)
     update = {"root_client": once, "client": once.chat.completions, "max_retries": 0}

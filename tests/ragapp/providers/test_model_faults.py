@@ -389,7 +389,7 @@ def test_a_stalled_passage_is_cut_at_its_own_limit_and_the_question_is_searched_
 ):
     """RAG_HYDE's passage is tried once and waits far less than RAG_LLM_TIMEOUT; the run goes on."""
     openai_chat.RAG_HYDE = True
-    openai_chat.RAG_LLM_MAX_RETRIES = MORE_RETRIES  # the run's other calls are retried
+    openai_chat.RAG_LLM_MAX_RETRIES = MORE_RETRIES  # what the passage would take if retried
     openai_chat.RAG_LLM_TIMEOUT = 30.0  # the graph's other calls may take this long
     monkeypatch.setattr(hypothesis, "HYPOTHESIS_TIMEOUT_S", 0.5)
     clear_chat_models_cache()
@@ -450,3 +450,4 @@ def test_the_passage_never_waits_longer_than_rag_llm_timeout(openai_chat):
     clear_chat_models_cache()
     limit = hypothesis._timeout(get_chat_models().broadener)
     assert (limit.seconds, limit.source) == (2.0, "RAG_LLM_TIMEOUT")
+    assert limit.retried is False  # the shorter limit still comes with a single attempt
