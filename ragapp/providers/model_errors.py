@@ -5,7 +5,8 @@ The openai SDK retries timeouts, connection errors, 408/409/429 and 5xx by itsel
 to two minutes). What escapes it is final. `explained_failures` turns that into a `ChatModelError`
 whose message says, in words, what went wrong, where, and after how many attempts, with the API
 key and any bearer token scrubbed from it. The SDK's exception is dropped (`from None`) so that
-no traceback logged later can carry a server's echo of the key.
+no traceback logged later can carry a server's echo of the key. A call not worth a second
+attempt (the search's passage) goes through `without_retries`, and its message says so.
 """
 
 from __future__ import annotations
