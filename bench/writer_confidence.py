@@ -130,7 +130,7 @@ def joined(name: str, golden: str, recorded: Path) -> list[dict]:
     from ragapp.evaluation.metrics import facts_accuracy
     from ragapp.graph import grounding as g
     from ragapp.graph.nodes import _unwrapped
-    from ragapp.graph.repetition import without_repetition
+    from ragapp.graph.repetition import without_repetition, without_unfinished_tail
     from ragapp.models import Evaluation, QueryRun
 
     items = {item.question: item for item in load_golden(golden)}
@@ -157,7 +157,11 @@ def joined(name: str, golden: str, recorded: Path) -> list[dict]:
             )
         if item is None or not checks:
             continue
-        draft = without_repetition(_unwrapped(draft_record["text"]))
+        written = _unwrapped(draft_record["text"].strip())
+        # As `generate` makes its draft: a reply that ran into its cap loses its unfinished tail.
+        if generate.payload.get("capped"):
+            written = without_unfinished_tail(written)
+        draft = without_repetition(written)
         verdicts = {}
         if checks[0]["ps"]:
             verdicts.update(zip(g.answer_claims(draft), checks[0]["ps"], strict=False))
