@@ -141,7 +141,9 @@ def joined(name: str, golden: str, recorded: Path) -> list[dict]:
         generate = run.events.filter(kind="generate").first()
         if generate is None or generate.payload.get("fallback"):
             continue  # no model call, no line
-        draft_record = next(drafts)
+        draft_record = next(drafts, None)
+        if draft_record is None:
+            raise SystemExit(f"{recorded} holds fewer drafts than {name}'s runs wrote")
         item = items.get(run.query)
         checks = []
         for event in run.events.filter(kind="grade_answer").order_by("seq"):
