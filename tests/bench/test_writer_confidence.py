@@ -1,7 +1,12 @@
 """bench/writer_confidence.py: the writer's first-token confidence per sentence, and the replay."""
 
 import collections
+import json
 import math
+
+import pytest
+
+from tests.bench.test_export_drafts import evaluate
 
 
 def tokens(*pieces):
@@ -89,3 +94,27 @@ def test_a_claim_the_run_never_judged_counts_as_doubted_and_is_reported(load_ben
     unjudged = collections.Counter()
     assert bench.replay(row(verdicts={}), {}, unjudged) == "refused"
     assert unjudged["q"] == 2  # both sentences of the draft
+
+
+@pytest.mark.django_db
+def test_the_join_pairs_each_draft_with_its_run_and_says_when_drafts_are_missing(
+    tmp_path, knowledge_base, fake_chat, load_bench
+):
+    bench = load_bench("writer_confidence")
+    run = evaluate(tmp_path, "joined")
+    assert run.status == "answered"
+    golden = str(tmp_path / "golden.jsonl")
+    recorded = tmp_path / "drafts.jsonl"
+    # One recorded draft per run that wrote one, in the runs' order: here, the answer as written.
+    recorded.write_text(json.dumps({"text": run.answer, "tokens": [[run.answer, 0.0]]}) + "\n")
+    [joined] = bench.joined("joined", golden, recorded)
+    assert joined["id"] == "p"
+    assert joined["draft"] == run.answer.strip()
+    assert "9000" in run.answer
+    assert joined["ended"] == "right"  # scored on the golden facts, as eval_rag scores them
+    assert joined["checks"], "the run's answer check is part of the row"
+
+    # A file holding fewer drafts than the runs wrote (a run still going, the wrong file).
+    recorded.write_text("")
+    with pytest.raises(SystemExit, match="fewer drafts than joined's runs wrote"):
+        bench.joined("joined", golden, recorded)
