@@ -102,10 +102,28 @@ def excerpts_again(recorded: dict):
     its page's next-best chunk, and every other hit by an excerpt cut from its chunk and that
     next chunk (graph/excerpts.py); the answer check reads each chunk and its excerpt
     (`support_text`), while the writer read the later hits' excerpts in place of their chunks.
+    """
+    again = retrieval_again(recorded)
+
+    def added(question: str, hits: list[int], passage: str = "") -> dict[int, str]:
+        docs = again(question, hits, passage) or []
+        # The first hit's excerpt opens with the hit itself, which the document already holds.
+        return {
+            doc.chunk_id: "\n\n[...] " + doc.excerpt.removeprefix(f"{doc.text}\n")
+            for doc in docs
+            if doc.companions and doc.excerpt
+        }
+
+    return added
+
+
+def retrieval_again(recorded: dict):
+    """A function giving a run's first retrieval as the graph showed it to the model, or None.
+
     The trace keeps no texts, so the first retrieval is made again for the run's question (and,
     with RAG_HYDE, the passage its trace recorded) with the product's retriever and the
-    evaluation's settings. Where its hits are not the ones the run
-    recorded (the knowledge base changed), nothing is added and a warning says so.
+    evaluation's settings, and cut to excerpts as the graph cuts them. Where its hits are not the
+    ones the run recorded (the knowledge base changed), it gives None and a warning says so.
     """
     from ragapp.graph.excerpts import EXCERPT_COMPANIONS, focused
     from ragapp.graph.hypothesis import search_text
@@ -116,21 +134,15 @@ def excerpts_again(recorded: dict):
     retriever = build_retriever(mode=recorded["RAG_RETRIEVAL_MODE"], embeddings=embeddings)
     budget, top_k = recorded["RAG_EXCERPT_CHARS"], recorded["RAG_TOP_K"]
 
-    def added(question: str, hits: list[int], passage: str = "") -> dict[int, str]:
+    def again(question: str, hits: list[int], passage: str = ""):
         query = search_text(question, passage)
-        docs = retriever.search(query, k=top_k, companions=EXCERPT_COMPANIONS)
+        docs = retriever.search(query, k=top_k, companions=EXCERPT_COMPANIONS if budget else 0)
         if [doc.chunk_id for doc in docs] != hits:
-            print(f"not the run's hits, no excerpts: {question[:60]!r}", file=sys.stderr)
-            return {}
-        docs = focused(docs, question, embeddings, budget=budget, whole=1)
-        # The first hit's excerpt opens with the hit itself, which the document already holds.
-        return {
-            doc.chunk_id: "\n\n[...] " + doc.excerpt.removeprefix(f"{doc.text}\n")
-            for doc in docs
-            if doc.companions and doc.excerpt
-        }
+            print(f"not the run's hits: {question[:60]!r}", file=sys.stderr)
+            return None
+        return focused(docs, question, embeddings, budget=budget, whole=1) if budget else docs
 
-    return added
+    return again
 
 
 if __name__ == "__main__":
