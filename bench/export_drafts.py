@@ -138,7 +138,8 @@ def retrieval_again(recorded: dict):
         query = search_text(question, passage)
         docs = retriever.search(query, k=top_k, companions=EXCERPT_COMPANIONS if budget else 0)
         if [doc.chunk_id for doc in docs] != hits:
-            print(f"not the run's hits: {question[:60]!r}", file=sys.stderr)
+            changed = "not the run's hits (the knowledge base changed)"
+            print(f"{changed}: {question[:60]!r}", file=sys.stderr)
             return None
         return focused(docs, question, embeddings, budget=budget, whole=1) if budget else docs
 

@@ -7,15 +7,18 @@ GOLDEN whose run in evaluation NAME wrote a draft from its first and only retrie
 - the documents the writer read are made again (`export_drafts.retrieval_again`: the recorded
   hits, found again with the recorded passage and cut to excerpts as the graph cuts them), and
   the recorded grades say which of them it could use;
-- the configured writer writes the answer again under each variant, a question at a time;
-- a draft is **right** when it holds every expected fact (`fact_present`, the metric's own test).
+- the configured writer writes the answer again under each variant, a question at a time, with
+  the evaluation's answer cap (RAG_ANSWER_MAX_TOKENS);
+- a draft is **right** when what the graph keeps of the reply (no unfinished tail, no
+  repetition) holds every expected fact (`facts_accuracy`, the metric's own test).
 
 The answer check is not run, so a count is what the writer states, not what a run would show:
 a variant that wins here still has to win whole runs (`manage.py eval_rag`). `base` is the
-product's writer, measured in the same run; every other variant is reported against it, with the
-questions it won and lost. The recorded drafts are scored too: the replay's `base` parts from
-them on a question or two in forty (the same prompt read cold or from the server's cache), which
-is the noise a variant's count must clear.
+product's writer, written in the same run or taken from an earlier replay's `--json` file
+(`--against`); every other variant is reported against it, with the questions it won and lost.
+The run's answer is scored too (after its refinement, when it had one). The same writer on the
+same documents parts from its first drafts on a question or two in forty (most likely a prompt
+read from the server's cache in the run and cold here): the noise a variant's count must clear.
 
 Variants:
 - `base`: the product's prompt and decoding;
@@ -52,6 +55,7 @@ class Case(NamedTuple):
     """One answerable question, the documents its writer read, and the draft it wrote."""
 
     item: object  # a GoldenItem
+    question: str  # as the writer was asked it
     documents: list
     usable: list[int]
     recorded: str
@@ -64,22 +68,40 @@ def main() -> None:
     parser.add_argument("--variants", default="base", help=f"comma-separated: {VARIANTS}")
     parser.add_argument("--limit", type=int, default=0, help="the first N questions only")
     parser.add_argument("--json", type=Path, help="write every draft here")
+    parser.add_argument(
+        "--against",
+        type=Path,
+        help="take the `base` drafts from this earlier --json file instead of writing them again",
+    )
     args = parser.parse_args()
-    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+    variants = list(dict.fromkeys(v.strip() for v in args.variants.split(",") if v.strip()))
     for variant in variants:
-        _check(variant)
-    if "base" not in variants:
-        variants.insert(0, "base")
+        _check_variant(variant)
     setup()
     cases, skipped = replayable(args.evaluation, args.golden, limit=args.limit)
     print(f"{len(cases)} questions replayed; left out: {dict(skipped) or 'none'}", flush=True)
-    report = replay(cases, variants)
+    earlier = _earlier_base(args.against, cases) if args.against else None
+    if earlier is None and "base" not in variants:
+        variants.insert(0, "base")
+    written = [v for v in variants if not (earlier and v == "base")]
+    report = replay(cases, written, answer_max_tokens=answer_cap(args.evaluation))
+    if earlier:
+        answers = report.pop("the run's answer")
+        report = {"the run's answer": answers, "base": earlier, **report}
     print(summary(report, cases))
     if args.json:
         args.json.write_text(json.dumps(report, indent=1))
 
 
-def _check(variant: str) -> None:
+def _earlier_base(path: Path, cases: list[Case]) -> list[dict]:
+    """The `base` drafts of an earlier replay of the same questions (its --json file)."""
+    rows = json.loads(path.read_text()).get("base") or []
+    if [row["id"] for row in rows] != [case.item.id for case in cases]:
+        raise SystemExit(f"{path} holds no base drafts for these questions; replay them again.")
+    return rows
+
+
+def _check_variant(variant: str) -> None:
     if variant in ("base", "question-last", "source-first"):
         return
     if variant.startswith("bias:"):
@@ -99,6 +121,16 @@ def setup() -> None:
     import django
 
     django.setup()
+
+
+def answer_cap(name: str) -> int:
+    """The RAG_ANSWER_MAX_TOKENS the evaluation ran with (this shell's, if it did not say)."""
+    from django.conf import settings
+
+    from ragapp.models import Evaluation
+
+    evaluation = Evaluation.objects.filter(name=name).order_by("-created_at").first()
+    return evaluation.settings.get("RAG_ANSWER_MAX_TOKENS", settings.RAG_ANSWER_MAX_TOKENS)
 
 
 def replayable(name: str, golden: Path, *, limit: int = 0) -> tuple[list[Case], dict[str, int]]:
@@ -136,52 +168,72 @@ def _case(run, item, again) -> tuple[str, Case | None]:
     retrievals = list(run.events.filter(kind="retrieve").order_by("seq"))
     generate = run.events.filter(kind="generate").order_by("seq").first()
     if len(retrievals) != 1:
-        return "broadened or follow-up", None
+        return "not one retrieval", None
     if generate is None or generate.payload.get("fallback"):
         return "no draft", None
     found = retrievals[0].payload
-    if found.get("unknown_names"):
-        return "no draft", None
     hits = [doc["chunk_id"] for doc in found["documents"]]
-    docs = again(run.query, hits, found.get("hypothesis", ""))
+    meta = run.response_metadata or {}
+    # What the graph searched and asked; eval_rag's runs are never follow-ups, but a run of
+    # the portal's could be (graph.md, "condense").
+    question = meta.get("standalone_question") or run.query
+    docs = again(question, hits, found.get("hypothesis", ""))
     if docs is None:
         return "hits not found again", None
     grades = list(run.events.filter(kind="grade").order_by("seq"))
+    if len(grades) != len(docs):
+        return "grades not recorded", None
     # The writer's documents block held the hits the judge read (graph.md, "grade_docs").
     read = [
-        doc for doc, grade in zip(docs, grades, strict=True) if not grade.payload["prefiltered"]
+        doc for doc, grade in zip(docs, grades, strict=True) if not grade.payload.get("prefiltered")
     ]
-    passed = {grade.payload["document"]["chunk_id"] for grade in grades if grade.payload["passed"]}
+    passed = {
+        grade.payload["document"]["chunk_id"] for grade in grades if grade.payload.get("passed")
+    }
     usable = [n for n, doc in enumerate(read, 1) if doc.chunk_id in passed]
-    meta = run.response_metadata or {}
+    # The run's answer, or the draft it withheld: after the refinement, when there was one.
     recorded = meta.get("draft_answer") or run.answer or ""
-    return "", Case(item, read, usable, recorded)
+    return "", Case(item, question, read, usable, recorded)
 
 
-def replay(cases: list[Case], variants: list[str]) -> dict[str, list[dict]]:
-    """Each variant's draft for each case, and whether it holds every expected fact."""
-    from django.conf import settings
+def replay(
+    cases: list[Case], variants: list[str], answer_max_tokens: int = 0
+) -> dict[str, list[dict]]:
+    """Each variant's draft for each case, and whether it holds every expected fact.
 
+    A draft is what the graph keeps of the reply (nodes.generate): without the tags a small
+    model copies, without an unfinished tail when it ran into the cap, without repetition.
+    """
     from ragapp.graph.context import Usage
     from ragapp.graph.judges import text_reply
-    from ragapp.graph.repetition import repeats_already
+    from ragapp.graph.nodes import _unwrapped
+    from ragapp.graph.repetition import (
+        repeats_already,
+        without_repetition,
+        without_unfinished_tail,
+    )
     from ragapp.providers.chat import get_chat_models
 
     writer = get_chat_models().generator
-    report: dict[str, list[dict]] = {variant: [] for variant in ["recorded", *variants]}
+    if any(v.startswith("bias:") for v in variants) and not getattr(writer, "openai_api_base", ""):
+        raise SystemExit("bias:B needs a writer on a llama.cpp server (RAG_CHAT_PROVIDER=local).")
+    report: dict[str, list[dict]] = {variant: [] for variant in ["the run's answer", *variants]}
     started = time.monotonic()
     for number, case in enumerate(cases, 1):
-        report["recorded"].append(_row(case, case.recorded))
+        report["the run's answer"].append(_row(case, case.recorded))
         for variant in variants:
             model, messages = _asked(writer, case, variant)
             reply = text_reply(
                 model,
                 messages,
                 usage=Usage(),
-                max_tokens=settings.RAG_ANSWER_MAX_TOKENS or None,
-                stop_when=repeats_already,
+                max_tokens=answer_max_tokens or None,
+                # As the graph stops a looping answer (nodes.generate).
+                stop_when=lambda text: repeats_already(_unwrapped(text)),
             )
-            report[variant].append(_row(case, reply.text))
+            written = _unwrapped(reply.text)
+            finished = without_unfinished_tail(written) if reply.cut else written
+            report[variant].append(_row(case, without_repetition(finished)))
         right = {v: report[v][-1]["right"] for v in variants}
         elapsed = time.monotonic() - started
         print(f"{number}/{len(cases)} {case.item.id} {right} {elapsed:.0f} s", flush=True)
@@ -189,10 +241,9 @@ def replay(cases: list[Case], variants: list[str]) -> dict[str, list[dict]]:
 
 
 def _row(case: Case, text: str) -> dict:
-    from ragapp.evaluation.metrics import fact_present
+    from ragapp.evaluation.metrics import facts_accuracy
 
-    right = all(fact_present(fact, text) for fact in case.item.facts)
-    return {"id": case.item.id, "right": right, "text": text}
+    return {"id": case.item.id, "right": facts_accuracy(case.item.facts, text), "text": text}
 
 
 def _asked(writer, case: Case, variant: str):
@@ -200,11 +251,11 @@ def _asked(writer, case: Case, variant: str):
 
     from ragapp.graph import prompts
 
-    messages = prompts.generate_messages(case.item.question, case.documents, case.usable)
+    messages = prompts.generate_messages(case.question, case.documents, case.usable)
     if variant == "question-last":
         system, body = messages
-        again = f"\n\nThe question, once more: {prompts.defuse(case.item.question)}"
-        return writer, [system, HumanMessage(body.content + again)]
+        restated = f"\n\nThe question, once more: {prompts.defuse(case.question)}"
+        return writer, [system, HumanMessage(body.content + restated)]
     if variant == "source-first":
         return writer, [*messages, AIMessage(SOURCE_FIRST)]
     if variant.startswith("bias:"):
@@ -216,15 +267,13 @@ def _asked(writer, case: Case, variant: str):
 
 def _specific_tokens(writer, documents: list) -> set[int]:
     """The tokens of the documents' specifics, as the writer's llama.cpp server splits them."""
-    from ragapp.graph.grounding import _specifics
-
     if not getattr(writer, "openai_api_base", None):
         raise SystemExit("bias:B needs a writer on a llama.cpp server (RAG_CHAT_PROVIDER=local).")
     base = str(writer.openai_api_base).removesuffix("/").removesuffix("/v1")
     key = writer.openai_api_key.get_secret_value() if writer.openai_api_key else ""
     tokens: set[int] = set()
     for doc in documents:
-        for specific in set(_specifics(doc.excerpt or doc.text)):
+        for specific in spellings(doc.excerpt or doc.text):
             for form in (specific, f" {specific}"):
                 body = json.dumps({"content": form, "with_pieces": True}).encode()
                 request = urllib.request.Request(
@@ -238,6 +287,22 @@ def _specific_tokens(writer, documents: list) -> set[int]:
                     piece["id"] for piece in pieces if sum(c.isalnum() for c in piece["piece"]) >= 2
                 )
     return tokens
+
+
+def spellings(text: str) -> set[str]:
+    """The specifics the lexical check reads in `text`, as `text` spells them.
+
+    `grounding` compares them case-folded; a nudge toward the documents' words must push their
+    own spelling (`authorityInfoAccess`, not `authorityinfoaccess`).
+    """
+    import re
+
+    from ragapp.graph.grounding import _specifics
+
+    found = set()
+    for specific in set(_specifics(text)):
+        found.update(m.group(0) for m in re.finditer(re.escape(specific), text, re.IGNORECASE))
+    return found
 
 
 def summary(report: dict[str, list[dict]], cases: list[Case]) -> str:

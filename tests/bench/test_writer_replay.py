@@ -5,11 +5,13 @@ it: the same hits, cut to the same excerpts, with the same ones usable. The fake
 from the documents it is shown, so a replay that rebuilt them wrongly writes another answer.
 """
 
+import json
 import sys
 
 import pytest
 
 from ragapp.models import Chunk
+from ragapp.providers.chat import get_chat_models
 from tests.bench.test_export_drafts import evaluate
 
 pytestmark = pytest.mark.django_db
@@ -41,10 +43,10 @@ def test_the_replay_writes_the_runs_draft_again_from_the_same_documents(replayed
     # The fake writer quotes the last line it read, the excerpt's, not the port: wrong, as the
     # evaluation scored it.
     assert "9000" not in run.answer
-    assert [row["right"] for row in report["recorded"]] == [False]
+    assert [row["right"] for row in report["the run's answer"]] == [False]
     assert [row["right"] for row in report["base"]] == [False]
     assert bench.summary(report, cases).splitlines()[1:] == [
-        "recorded                0     0     0",
+        "the run's answer        0     0     0",
         "base                    0     0     0",
         "question-last           0     0     0",
     ]
@@ -83,14 +85,87 @@ def test_a_run_whose_hits_are_not_found_again_is_left_out(replayed, capsys):
     assert "not the run's hits" in capsys.readouterr().err
 
 
-def test_bad_names_stop_with_a_clear_message(replayed, monkeypatch):
+def test_a_prefiltered_hit_is_not_among_the_writers_documents(
+    tmp_path, knowledge_base, fake_chat, settings, load_bench
+):
+    settings.RAG_TOP_K = 2
+    probe = evaluate(tmp_path, "probe")
+    first, second = probe.events.get(kind="retrieve").payload["documents"]
+    # Between the two hits' similarities: the second is never shown to the judge or the writer.
+    settings.RAG_RELEVANCE_PREFILTER = (first["similarity"] + second["similarity"]) / 2
+    run = evaluate(tmp_path, "filtered")
+    assert [g.payload["prefiltered"] for g in run.events.filter(kind="grade")] == [False, True]
+
+    bench = load_bench("writer_replay")
+    [case], _ = bench.replayable("filtered", tmp_path / "golden.jsonl")
+    assert [doc.chunk_id for doc in case.documents] == [first["chunk_id"]]
+    assert case.usable == run.events.get(kind="generate").payload["usable"] == [1]
+    assert bench.replay([case], ["base"])["base"][0]["text"] == run.answer
+
+
+def test_the_answer_cap_is_the_evaluations_and_the_reply_is_kept_as_the_graph_keeps_it(
+    tmp_path, knowledge_base, fake_chat, settings, load_bench
+):
+    settings.RAG_ANSWER_MAX_TOKENS = 6  # the fake counts a word as a token
+    run = evaluate(tmp_path, "capped")
+    assert run.events.get(kind="generate").payload["capped"] is True
+    settings.RAG_ANSWER_MAX_TOKENS = 0  # this shell's setting is not the evaluation's
+
+    bench = load_bench("writer_replay")
+    assert bench.answer_cap("capped") == 6
+    cases, _ = bench.replayable("capped", tmp_path / "golden.jsonl")
+    report = bench.replay(cases, ["base"], answer_max_tokens=bench.answer_cap("capped"))
+    assert get_chat_models().generator.script.answer_caps[-1] == 6
+    # Cut at the cap, then its unfinished sentence cut, as the run's answer was.
+    assert report["base"][0]["text"] == run.answer
+
+
+def test_base_drafts_can_come_from_an_earlier_replay(replayed, tmp_path, monkeypatch, capsys):
+    bench, run, golden = replayed
+    earlier = tmp_path / "earlier.json"
+    monkeypatch.setattr(
+        sys, "argv", ["writer_replay.py", "replayed", str(golden), "--json", str(earlier)]
+    )
+    bench.main()
+    rows = json.loads(earlier.read_text())
+    assert [row["text"] for row in rows["base"]] == [run.answer]
+
+    rows["base"][0] = {"id": "p", "right": True, "text": "It listens on port 9000."}
+    earlier.write_text(json.dumps(rows))
+    calls = get_chat_models().generator.script.calls
+    before = calls.count("generate")
+    argv = ["writer_replay.py", "replayed", str(golden), "--variants", "question-last"]
+    monkeypatch.setattr(sys, "argv", [*argv, "--against", str(earlier)])
+    bench.main()
+    assert calls.count("generate") == before + 1  # question-last only: base was not written
+    assert "question-last           0     0     1   won -; lost p" in capsys.readouterr().out
+
+    earlier.write_text(json.dumps({"base": []}))
+    with pytest.raises(SystemExit, match="holds no base drafts for these questions"):
+        bench.main()
+
+
+def test_an_unknown_variant_stops_with_the_names_to_choose_from(replayed, monkeypatch):
     bench, _, golden = replayed
     argv = ["writer_replay.py", "replayed", str(golden), "--variants", "x"]
     monkeypatch.setattr(sys, "argv", argv)
-    with pytest.raises(SystemExit, match="Unknown variant 'x'"):
+    with pytest.raises(SystemExit, match="Unknown variant 'x'; choose from base, question-last"):
         bench.main()
+
+
+def test_an_unknown_evaluation_stops_with_its_name(replayed):
+    bench, _, golden = replayed
     with pytest.raises(SystemExit, match="No evaluation called 'nope'"):
         bench.replayable("nope", golden)
-    [case], _ = bench.replayable("replayed", golden)
+
+
+def test_the_nudge_needs_a_llama_cpp_writer_and_pushes_the_documents_own_spelling(replayed):
+    bench, _, golden = replayed
+    cases, _ = bench.replayable("replayed", golden)
     with pytest.raises(SystemExit, match=r"needs a writer on a llama\.cpp server"):
-        bench._asked(object(), case, "bias:1")
+        bench.replay(cases, ["bias:1"])
+    # The lexical check compares case-folded; the nudge uses the spelling the documents use.
+    assert bench.spellings("Set `authorityInfoAccess` in the CA section; sign with `-CAkey`.") == {
+        "authorityInfoAccess",
+        "-CAkey",
+    }
