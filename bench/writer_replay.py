@@ -1,7 +1,7 @@
 """The writer alone, written again on an evaluation's recorded retrievals, under named variants.
 
 A lever on the writer (what it is told, how it decodes) can be measured without whole runs of
-the graph, which take half an hour a set with the local models. For every answerable question of
+the graph, which take 25-35 minutes a set with the local models. For every answerable question of
 GOLDEN whose run in evaluation NAME wrote a draft from its first and only retrieval:
 
 - the documents the writer read are made again (`export_drafts.retrieval_again`: the recorded
@@ -26,8 +26,9 @@ Variants:
 - `source-first`: the reply begun for the model as "According to document [", so that it names
   the document it answers from before it answers (the server continues the started reply);
 - `bias:B`: a logit bias of B on every token of the usable documents' specifics (the names,
-  options and values `grounding` looks for; only tokens with two letters or digits or more), to
-  nudge the writer to the documents' own words. Needs a server that tokenizes (`local`).
+  options and values `grounding` looks for, as the documents spell them; only tokens with two
+  letters or digits or more), to nudge the writer to the documents' own words. Needs a server
+  that tokenizes (`local`).
 
     RAG_DATA_DIR=/work/corpora/openssl-data uv run python bench/writer_replay.py conf-openssl \\
         bench/golden/openssl30.jsonl --variants base,question-last,bias:1
@@ -267,8 +268,6 @@ def _asked(writer, case: Case, variant: str):
 
 def _specific_tokens(writer, documents: list) -> set[int]:
     """The tokens of the documents' specifics, as the writer's llama.cpp server splits them."""
-    if not getattr(writer, "openai_api_base", None):
-        raise SystemExit("bias:B needs a writer on a llama.cpp server (RAG_CHAT_PROVIDER=local).")
     base = str(writer.openai_api_base).removesuffix("/").removesuffix("/v1")
     key = writer.openai_api_key.get_secret_value() if writer.openai_api_key else ""
     tokens: set[int] = set()
