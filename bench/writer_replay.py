@@ -78,6 +78,9 @@ def main() -> None:
     variants = list(dict.fromkeys(v.strip() for v in args.variants.split(",") if v.strip()))
     for variant in variants:
         _check_variant(variant)
+    if args.json:
+        # bench/out/ is not in a fresh clone; a replay that cannot keep its drafts fails first.
+        args.json.parent.mkdir(parents=True, exist_ok=True)
     setup()
     cases, skipped = replayable(args.evaluation, args.golden, limit=args.limit)
     print(f"{len(cases)} questions replayed; left out: {dict(skipped) or 'none'}", flush=True)

@@ -122,7 +122,7 @@ def test_the_answer_cap_is_the_evaluations_and_the_reply_is_kept_as_the_graph_ke
 
 def test_base_drafts_can_come_from_an_earlier_replay(replayed, tmp_path, monkeypatch, capsys):
     bench, run, golden = replayed
-    earlier = tmp_path / "earlier.json"
+    earlier = tmp_path / "out" / "earlier.json"  # a folder not made yet, as bench/out/ in a clone
     monkeypatch.setattr(
         sys, "argv", ["writer_replay.py", "replayed", str(golden), "--json", str(earlier)]
     )
