@@ -129,8 +129,7 @@ def joined(name: str, golden: str, recorded: Path) -> list[dict]:
     from ragapp.evaluation.golden import load_golden
     from ragapp.evaluation.metrics import facts_accuracy
     from ragapp.graph import grounding as g
-    from ragapp.graph.nodes import _unwrapped
-    from ragapp.graph.repetition import without_repetition, without_unfinished_tail
+    from ragapp.graph.drafts import draft_of
     from ragapp.models import Evaluation, QueryRun
 
     items = {item.question: item for item in load_golden(golden)}
@@ -159,11 +158,9 @@ def joined(name: str, golden: str, recorded: Path) -> list[dict]:
             )
         if item is None or not checks:
             continue
-        written = _unwrapped(draft_record["text"].strip())
-        # As `generate` makes its draft: a reply that ran into its cap loses its unfinished tail.
-        if generate.payload.get("capped"):
-            written = without_unfinished_tail(written)
-        draft = without_repetition(written)
+        # As `generate` made its draft (drafts.draft_of): no tags, no unfinished tail, no loop.
+        capped = bool(generate.payload.get("capped"))
+        draft = draft_of(draft_record["text"].strip(), capped=capped).answer
         verdicts = {}
         if checks[0]["ps"]:
             verdicts.update(zip(g.answer_claims(draft), checks[0]["ps"], strict=False))

@@ -205,17 +205,13 @@ def replay(
 ) -> dict[str, list[dict]]:
     """Each variant's draft for each case, and whether it holds every expected fact.
 
-    A draft is what the graph keeps of the reply (nodes.generate): without the tags a small
-    model copies, without an unfinished tail when it ran into the cap, without repetition.
+    A draft is what the graph keeps of the reply (`drafts.draft_of`, as nodes.generate makes
+    it): without the tags a small model copies, without an unfinished tail when it ran into the
+    cap, without repetition.
     """
     from ragapp.graph.context import Usage
+    from ragapp.graph.drafts import draft_of, repeating
     from ragapp.graph.judges import text_reply
-    from ragapp.graph.nodes import _unwrapped
-    from ragapp.graph.repetition import (
-        repeats_already,
-        without_repetition,
-        without_unfinished_tail,
-    )
     from ragapp.providers.chat import get_chat_models
 
     writer = get_chat_models().generator
@@ -233,11 +229,9 @@ def replay(
                 usage=Usage(),
                 max_tokens=answer_max_tokens or None,
                 # As the graph stops a looping answer (nodes.generate).
-                stop_when=lambda text: repeats_already(_unwrapped(text)),
+                stop_when=repeating,
             )
-            written = _unwrapped(reply.text)
-            finished = without_unfinished_tail(written) if reply.cut else written
-            report[variant].append(_row(case, without_repetition(finished)))
+            report[variant].append(_row(case, draft_of(reply.text, capped=reply.cut).answer))
         right = {v: report[v][-1]["right"] for v in variants}
         elapsed = time.monotonic() - started
         print(f"{number}/{len(cases)} {case.item.id} {right} {elapsed:.0f} s", flush=True)

@@ -16,6 +16,7 @@ from langgraph.runtime import Runtime
 
 from ragapp.graph import prompts
 from ragapp.graph.context import GraphContext
+from ragapp.graph.drafts import draft_of, repeating, unwrapped
 from ragapp.graph.excerpts import EXCERPT_COMPANIONS, focused
 from ragapp.graph.grounding import declines, prune, supporting
 from ragapp.graph.hypothesis import search_text, write_hypothesis
@@ -28,7 +29,6 @@ from ragapp.graph.judges import (
     text_reply,
     unsupported_specifics,
 )
-from ragapp.graph.repetition import repeats_already, without_repetition, without_unfinished_tail
 from ragapp.graph.state import AnswerGrade, DocGrade, RAGState, RetrievedDoc, usable_numbers
 from ragapp.retrieval.coverage import UNKNOWN_NAMES_REASON, technical_names
 from ragapp.trace.kinds import EventKind
@@ -447,11 +447,9 @@ def generate(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
             max_tokens=ctx.limits.answer_max_tokens or None,
             # A loop is cut from the answer anyway: stop the model at its first copy instead of
             # letting it write copies to its token cap (up to 20 s of a run on two cores).
-            stop_when=lambda text: repeats_already(_unwrapped(text)),
+            stop_when=repeating,
         )
-        written = _unwrapped(reply.text)
-        finished = without_unfinished_tail(written) if reply.cut else written
-        answer = without_repetition(finished)
+        written, finished, answer = draft_of(reply.text, capped=reply.cut)
     ctx.emitter.emit(
         EventKind.GENERATE,
         {
@@ -596,7 +594,7 @@ def refine_answer(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
         if pruning:
             after = prune(before, grade.problematic_claims)
         else:
-            after = _unwrapped(
+            after = unwrapped(
                 text_call(
                     ctx.models.generator,
                     prompts.refine_messages(
@@ -623,11 +621,3 @@ def refine_answer(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
         duration_ms=timing["ms"],
     )
     return {"generation": after or before, "correction_count": 1}
-
-
-_ANSWER_TAG = re.compile(r"^\s*<answer>\s*|\s*</answer>\s*$", re.IGNORECASE)
-
-
-def _unwrapped(text: str) -> str:
-    """A written answer without the <answer> tags a small model copies from the prompts."""
-    return _ANSWER_TAG.sub("", text)
