@@ -68,12 +68,12 @@ _LEADING_CITES = re.compile(r"^\s*((?:\[\d{1,2}\]\s*)+)")
 def focus_passage(claim: str, pieces: list[str], vectors: list, claim_vector) -> str:
     """The pieces that name each of the claim's specifics, then the nearest ones, in order."""
     from ragapp.graph.excerpts import _cosine
-    from ragapp.graph.grounding import _contains, _normal, _specifics
+    from ragapp.graph.grounding import contains_term, folded, specifics
 
     nearest = sorted(range(len(pieces)), key=lambda i: -_cosine(claim_vector, vectors[i]))
     chosen: list[int] = []
-    for term in _specifics(claim):
-        first = next((i for i in nearest if _contains(_normal(pieces[i]), term)), None)
+    for term in specifics(claim):
+        first = next((i for i in nearest if contains_term(folded(pieces[i]), term)), None)
         if first is not None and first not in chosen:
             chosen.append(first)
     chosen += [i for i in nearest[:FOCUS_NEAREST] if i not in chosen]
@@ -123,19 +123,15 @@ def cited_claims(answer: str) -> list[tuple[str, list[int]]]:
     A citation after a sentence's full stop ("... file. [2] Then ...") is split off with the next
     sentence; it goes back to its own.
     """
-    from ragapp.graph.grounding import _FENCED, _POINTER, _SENTENCE_END, MAX_CLAIMS, claim_text
+    from ragapp.graph.grounding import MAX_CLAIMS, answer_pieces, piece_claim
 
     found: list[list] = []
-    for piece in _SENTENCE_END.split(_FENCED.sub("\n", answer)):
+    for piece in answer_pieces(answer):
         leading = _LEADING_CITES.match(piece)
         if leading and found:
             found[-1][1].update(int(n) for n in _CITE.findall(leading.group(1)))
             piece = piece[leading.end() :]
-        cites = {int(n) for n in _CITE.findall(piece)}
-        sentence = None if _POINTER.search(piece) else claim_text(piece)
-        if sentence and (len(sentence.split()) < 4 or sentence.endswith(":")):
-            sentence = None
-        found.append([sentence, cites])
+        found.append([piece_claim(piece), {int(n) for n in _CITE.findall(piece)}])
     return [(claim, sorted(cites)) for claim, cites in found if claim][:MAX_CLAIMS]
 
 

@@ -17,7 +17,7 @@ measures whether that tells the answer check anything its verdicts do not:
   - **veto (t)**: a sentence holding a specific written with a probability under `t` is cut,
     as the lexical check cuts a specific the documents lack.
 
-A specific is what the lexical check calls one (`grounding._SPECIFIC`) or any number; its
+A specific is what the lexical check calls one (`grounding.SPECIFIC`) or any number; its
 probability is that of its first token with a letter or digit inside it (a backtick says nothing).
 A claim the replay needs and the run never judged counts as doubted (reported).
 
@@ -101,13 +101,13 @@ def sentence_confidence(text: str, tokens: list) -> dict[str, list[float]]:
         written += token
     if written != text:
         return {}  # the tokens do not spell the reply: no signal rather than a wrong one
-    cites = [m.span() for m in g._CITATION.finditer(text)]
-    spans = [m.span() for m in g._SPECIFIC.finditer(text)] + [
+    cites = [m.span() for m in g.CITATION.finditer(text)]
+    spans = [m.span() for m in g.SPECIFIC.finditer(text)] + [
         m.span() for m in _NUMBER.finditer(text)
     ]
     spans = [s for s in spans if not any(a <= s[0] < b for a, b in cites)]
     found, at = {}, 0
-    for piece in g._SENTENCE_END.split(text):
+    for piece in g.SENTENCE_END.split(text):
         start = text.find(piece, at)
         end = at = start + len(piece)
         probabilities = []

@@ -293,10 +293,10 @@ def spellings(text: str) -> set[str]:
     """
     import re
 
-    from ragapp.graph.grounding import _specifics
+    from ragapp.graph.grounding import specifics
 
     found = set()
-    for specific in set(_specifics(text)):
+    for specific in set(specifics(text)):
         found.update(m.group(0) for m in re.finditer(re.escape(specific), text, re.IGNORECASE))
     return found
 

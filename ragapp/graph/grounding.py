@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_CITATION = re.compile(r"\[\d{1,2}\]")
+CITATION = re.compile(r"\[\d{1,2}\]")
 # Specifics: `code`, /paths/to/files, --flags, SETTING_NAMES, numbers, dotted.names, snake_case.
-_SPECIFIC = re.compile(
+SPECIFIC = re.compile(
     r"`[^`\n]+`|(?<![\w/])(?:/[\w.-]+){2,}|(?<![\w-])--?[a-z][\w-]*|\b[A-Z][A-Z0-9_]{2,}\b"
     r"|\b\d[\d.,:%]*\d\b|\b\d{2,}\b|\b\w+(?:\.\w+)+\b|\b\w*_\w+\b"
 )
@@ -88,11 +88,12 @@ class Support:
     unsupported: tuple[str, ...]  # specifics of the answer found nowhere in the documents
 
 
-def _normal(text: str) -> str:
+def folded(text: str) -> str:
+    """`text` as the check compares it: case-folded, every run of white space one space."""
     return _SPACE.sub(" ", text.casefold())
 
 
-def _contains(source: str, term: str) -> bool:
+def contains_term(source: str, term: str) -> bool:
     """Whether `term` occurs in `source` as a whole token: 15 is not in 150, nor RAG_X in RAG_XY.
 
     A name may follow a dot (`readfile` is in `fs.readfile`: a method under its module); a
@@ -138,10 +139,10 @@ def _defined_names(text: str) -> set[str]:
 
 def _placeholder(part: str) -> bool:
     """Whether `part` is a made-up example name; a name in capitals is a real setting's form."""
-    return bool(_PLACEHOLDER.search(_normal(part.strip()))) and not part.strip("`").isupper()
+    return bool(_PLACEHOLDER.search(folded(part.strip()))) and not part.strip("`").isupper()
 
 
-def _specifics(text: str) -> list[str]:
+def specifics(text: str) -> list[str]:
     """The specifics of `text`, normalised; a code span counts by the specifics inside it.
 
     A span such as `SELECT * FROM pg_stat_progress_create_index` rarely appears verbatim in
@@ -152,16 +153,16 @@ def _specifics(text: str) -> list[str]:
     # A fenced block is code, like a span: its plain words (CREATE TABLE, git, commit) are
     # the language's syntax; its names, flags and numbers are claims.
     for block in _FENCED.findall(text):
-        for part in _SPECIFIC.findall(block):
+        for part in SPECIFIC.findall(block):
             if part.startswith("`") or _PLAIN_WORD.fullmatch(part) or _COMMAND_FILE.fullmatch(part):
                 continue
-            term = _normal(part.strip())
+            term = folded(part.strip())
             if term and not _placeholder(part):
                 found.append(term)
-    for match in _SPECIFIC.findall(_FENCED.sub(" ", text)):
+    for match in SPECIFIC.findall(_FENCED.sub(" ", text)):
         if match.startswith("`"):
             inner = match.strip("`").strip()
-            parts = [p for p in _SPECIFIC.findall(inner) if not _PLAIN_WORD.fullmatch(p)]
+            parts = [p for p in SPECIFIC.findall(inner) if not _PLAIN_WORD.fullmatch(p)]
             if parts and len(inner.split()) > 1:
                 # A command: the files it is given are the user's own (`_COMMAND_FILE`).
                 parts = [p for p in parts if not _COMMAND_FILE.fullmatch(p)]
@@ -178,7 +179,7 @@ def _specifics(text: str) -> list[str]:
         else:
             parts = [match]
         for part in parts:
-            term = _normal(part.strip())
+            term = folded(part.strip())
             if term and not _placeholder(part):
                 found.append(term)
     return found
@@ -190,23 +191,23 @@ def lexical_support(answer: str, documents: list[str], *, question: str = "") ->
     The question's own words count as covered (an answer restates what was asked), and so do
     its plain specifics (a version number, a product's name); see `_PLAIN_SPECIFIC`.
     """
-    source = _normal(" ".join(documents))
-    asked = _normal(question)
-    body = _CITATION.sub(" ", answer)
+    source = folded(" ".join(documents))
+    asked = folded(question)
+    body = CITATION.sub(" ", answer)
     # Only code defines names: "the function pg_frobnicate_all" in prose is a claim.
     defined = _defined_names(" ".join(_FENCED.findall(body) + re.findall(r"`([^`\n]+)`", body)))
     unsupported = []
     stems = {w[:5] for w in _words(source) if len(w) > 4}
-    for term in _specifics(body):
+    for term in specifics(body):
         if (
             term in unsupported
             or term in defined
             or term in _LITERALS
             # A word in capitals (INSERT, VACUUM) is a word: "inserts" in the documents backs it.
             or (term.isalpha() and len(term) > 4 and term[:5] in stems)
-            or _contains(source, term)
+            or contains_term(source, term)
             or _dotted_parts_found(source, term)
-            or (_PLAIN_SPECIFIC.fullmatch(term) and _contains(asked, term))
+            or (_PLAIN_SPECIFIC.fullmatch(term) and contains_term(asked, term))
         ):
             continue
         unsupported.append(term)
@@ -229,8 +230,9 @@ def supporting(terms: list[str], texts: list[str], *, limit: int) -> list[int]:
     """
     holds = []
     for text in texts:
-        source = _normal(text)
-        holds.append({t for t in terms if _contains(source, t) or _dotted_parts_found(source, t)})
+        source = folded(text)
+        found = {t for t in terms if contains_term(source, t) or _dotted_parts_found(source, t)}
+        holds.append(found)
     chosen: list[int] = []
     covered: set[str] = set()
     while len(chosen) < limit:
@@ -279,7 +281,7 @@ def declines(answer: str) -> bool:
     second = _FIRST_SENTENCE.match(text[len(first) :].strip()).group(0)
     return bool(
         _DECLINE.search(first)
-        and not _CITATION.search(text)  # an answer that cites a document answers from it
+        and not CITATION.search(text)  # an answer that cites a document answers from it
         and "```" not in text
         and not _CONTRAST.search(first + " " + second)
     )
@@ -288,7 +290,7 @@ def declines(answer: str) -> bool:
 # Where a sentence ends inside a line: after . ! or ?, spaces, then what starts a sentence. Dots
 # inside names (settings.py, v1.2) are not followed by a space and a capital.
 SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*_\[(\"'])")
-_SENTENCE_END = re.compile(SENTENCE_BREAK.pattern + r"|\n+")
+SENTENCE_END = re.compile(SENTENCE_BREAK.pattern + r"|\n+")
 # A line that opens or closes a fenced code block.
 FENCE_LINE = re.compile(r"^\s*(```|~~~)")
 _MARKUP = re.compile(r"^\s*(?:[-*+]|\d+[.)]|#{1,6})\s+|\*\*|__")
@@ -315,19 +317,29 @@ def claim_text(piece: str) -> str:
     return " ".join(_MARKUP.sub("", re.sub(r"\s*\[\d{1,2}\]", "", piece)).strip().split())
 
 
+def answer_pieces(answer: str) -> list[str]:
+    """An answer cut at its sentence and line ends, its code blocks taken out, citations kept."""
+    return SENTENCE_END.split(_FENCED.sub("\n", answer))
+
+
+def piece_claim(piece: str) -> str:
+    """The claim one piece of an answer states, or "" when it states nothing a judge could check.
+
+    A heading, a bare "For example:" or a sentence of fewer than four words states nothing;
+    "This is stated in [2]." points at a source and claims nothing itself.
+    """
+    if _POINTER.search(piece):
+        return ""
+    sentence = claim_text(piece)
+    return sentence if len(sentence.split()) >= 4 and not sentence.endswith(":") else ""
+
+
 def answer_claims(answer: str) -> list[str]:
     """The sentences of an answer that state something, without code blocks and citations.
 
-    Code is left to the lexical check of its specifics; a heading, a bare "For example:" or a
-    sentence of fewer than four words states nothing a judge could check.
+    Code is left to the lexical check of its specifics.
     """
-    claims = []
-    for piece in _SENTENCE_END.split(_FENCED.sub("\n", answer)):
-        if _POINTER.search(piece):
-            continue  # "This is stated in [2]." points at a source; it claims nothing itself
-        sentence = claim_text(piece)
-        if len(sentence.split()) >= 4 and not sentence.endswith(":"):
-            claims.append(sentence)
+    claims = [claim for piece in answer_pieces(answer) if (claim := piece_claim(piece))]
     return claims[:MAX_CLAIMS]
 
 
@@ -353,8 +365,8 @@ def prune(answer: str, claims: list[str]) -> str:
     sentences = {c for c in claims if not c.endswith(MISSING)}
 
     def flagged(text: str) -> bool:
-        folded = _normal(text)
-        return any(_contains(folded, term) for term in terms)
+        source = folded(text)
+        return any(contains_term(source, term) for term in terms)
 
     blocks = re.split(r"(```.*?(?:```|$))", answer, flags=re.DOTALL)
     # The writer is asked to start with the direct answer. When that is what the documents do
@@ -366,7 +378,7 @@ def prune(answer: str, claims: list[str]) -> str:
         if flagged(blocks[1]):
             return ""
     elif (opening := answer_claims(answer)[:1]) and (
-        opening[0] in sentences or any(_contains(_normal(opening[0]), t) for t in terms)
+        opening[0] in sentences or any(contains_term(folded(opening[0]), t) for t in terms)
     ):
         return ""
     # A code block that goes takes the sentence announcing it ("Run the following command:")
@@ -393,7 +405,7 @@ def prune(answer: str, claims: list[str]) -> str:
         if n in describing:
             block = _DESCRIBES_CODE.sub("", block, count=1)
         for line in block.split("\n"):
-            pieces = _SENTENCE_END.split(line)
+            pieces = SENTENCE_END.split(line)
             survivors = []
             for piece in pieces:
                 if claim_text(piece) in sentences or flagged(piece):
@@ -415,5 +427,5 @@ def _announces(text: str) -> bool:
 def _without_last_sentence(text: str) -> str:
     """`text` without its last sentence (and whatever blank space trails it)."""
     body = text.rstrip()
-    last = _SENTENCE_END.split(body)[-1]  # split always returns at least one piece
+    last = SENTENCE_END.split(body)[-1]  # split always returns at least one piece
     return body[: len(body) - len(last)].rstrip() + "\n"

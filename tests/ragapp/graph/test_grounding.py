@@ -2,6 +2,7 @@
 
 import pytest
 
+from ragapp.graph import grounding
 from ragapp.graph.grounding import MISSING, answer_claims, declines, lexical_support, prune
 from ragapp.graph.judges import lexical_verdict
 from ragapp.graph.state import RetrievedDoc
@@ -328,3 +329,23 @@ def test_a_name_with_digits_from_the_question_must_still_be_in_the_documents():
     question = "How do I make s_client offer X25519MLKEM768?"
     answer = "Use `-curves X25519MLKEM768` [1]."
     assert lexical_support(answer, docs, question=question).unsupported == ("x25519mlkem768",)
+
+
+@pytest.mark.parametrize(
+    ("piece", "claim"),
+    [
+        ("The server listens on port `8000` [1].", "The server listens on port `8000`."),
+        ("- **Set** `RAG_TOP_K` to change it [2]", "Set `RAG_TOP_K` to change it"),
+        ("This is stated in [2].", ""),  # points at a source
+        ("For example:", ""),
+        ("It is 5.", ""),  # under four words
+    ],
+)
+def test_a_piece_of_an_answer_states_a_claim_or_nothing(piece, claim):
+    assert grounding.piece_claim(piece) == claim
+
+
+def test_the_pieces_of_an_answer_leave_its_code_blocks_out():
+    answer = "Run this [1]. Then restart.\n```bash\nrag serve --port 1\n```\nDone here now [2]."
+    pieces = [p.strip() for p in grounding.answer_pieces(answer) if p.strip()]
+    assert pieces == ["Run this [1].", "Then restart.", "Done here now [2]."]
