@@ -36,10 +36,6 @@ GAP = "[...]"
 EXCERPT_COMPANIONS = 1
 # A heading, a list item ("-", "*", "+", "1.") or a table row starts a paragraph of its own.
 _BLOCK_START = re.compile(r"^\s*(#{1,6}\s|[-*+]\s|\d+[.)]\s|\|)")
-# A numbered item's marker, which the sentence split would otherwise cut off as "2." alone.
-_ITEM_NUMBER = re.compile(r"^\s*\d+[.)]\s+")
-# A table's delimiter row (|---|:---:|): it says nothing, and an excerpt shows no header with it.
-_TABLE_DELIMITER = re.compile(r"^\s*\|?[\s:|-]*-[\s:|-]*$")
 
 
 class Embedder(Protocol):
@@ -53,9 +49,7 @@ def units(text: str) -> list[str]:
 
     A fenced code block is one piece (half a command is worse than none). Other text is read as
     paragraphs: a blank line, a heading, a list item or a table row starts a new one, and the
-    lines of a paragraph that was wrapped are joined. Each paragraph is cut into its sentences;
-    a numbered item keeps its number with its first sentence, and a table's delimiter row is no
-    piece at all.
+    lines of a paragraph that was wrapped are joined. Each paragraph is cut into its sentences.
     """
     pieces: list[str] = []
     paragraph: list[str] = []
@@ -63,11 +57,7 @@ def units(text: str) -> list[str]:
     def close_paragraph() -> None:
         if paragraph:
             joined = " ".join(line.strip() for line in paragraph)
-            marker = _ITEM_NUMBER.match(joined)
-            number, joined = (marker.group(0), joined[marker.end() :]) if marker else ("", joined)
-            parts = [part for part in SENTENCE_BREAK.split(joined) if part.strip()]
-            if parts and not _TABLE_DELIMITER.match(joined):
-                pieces.extend([number + parts[0], *parts[1:]])
+            pieces.extend(part for part in SENTENCE_BREAK.split(joined) if part.strip())
             paragraph.clear()
 
     fence: list[str] | None = None

@@ -43,18 +43,6 @@ def test_units_keep_list_items_table_rows_and_code_blocks_apart():
     ]
 
 
-def test_units_keep_a_numbered_item_with_its_number():
-    # The sentence split once cut "2." off as a piece of its own, shown alone in an excerpt.
-    text = "Steps:\n\n1. Stop the server. It drains first.\n2) Copy the files.\n"
-    expected = ["Steps:", "1. Stop the server.", "It drains first.", "2) Copy the files."]
-    assert units(text) == expected
-
-
-def test_units_leave_a_table_delimiter_row_out():
-    text = "| Variable | Default |\n|---|:---:|\n| `RAG_TOP_K` | `5` |\n"
-    assert units(text) == ["| Variable | Default |", "| `RAG_TOP_K` | `5` |"]
-
-
 def test_units_keep_a_code_block_the_chunk_ends_inside():
     assert units("Run:\n```\nbackup --all") == ["Run:", "```\nbackup --all"]
 
