@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # the benchmarks import ragapp, some of it before Django is set up
 
 
 @contextmanager
@@ -19,7 +20,6 @@ def throwaway_django(**env: str):
     os.environ["RAG_DATA_DIR"] = str(work / "data")
     os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
     os.environ.update(env)
-    sys.path.insert(0, str(ROOT))
     import django
 
     django.setup()

@@ -160,6 +160,13 @@ def main() -> dict:
     parser.add_argument("--questions", type=int, default=12)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
+    from ragapp.evaluation.machine import (
+        describe_machine,
+        machine_line,
+    )  # after _django has put ROOT on the path
+
+    ran_on = describe_machine()
+    print(machine_line(ran_on), flush=True)
     with throwaway_django(RAG_EMBEDDING_PROVIDER="local", RAG_CHAT_PROVIDER="local"):
         from django.conf import settings
 
@@ -191,6 +198,7 @@ def main() -> dict:
             )
     total = sum(new)
     result = {
+        "machine": ran_on,
         "questions": len(new),
         "before_p50_s": round(statistics.median(old), 1),
         "before_p95_s": round(percentile(old, 0.95), 1),

@@ -64,6 +64,13 @@ def main() -> dict:
     parser.add_argument("--questions", type=int, default=12)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
+    from ragapp.evaluation.machine import (
+        describe_machine,
+        machine_line,
+    )  # after _django has put ROOT on the path
+
+    ran_on = describe_machine()
+    print(machine_line(ran_on), flush=True)
     with throwaway_django(RAG_EMBEDDING_PROVIDER="local", RAG_CHAT_PROVIDER="local"):
         from ragapp.graph.context import Usage
 
@@ -88,6 +95,7 @@ def main() -> dict:
                 flush=True,
             )
     result: dict = {
+        "machine": ran_on,
         "questions": args.questions,
         "outcomes_differ": outcomes_differ,
         "answers_differ": answers_differ,

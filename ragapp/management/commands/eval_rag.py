@@ -13,6 +13,7 @@ from tqdm import tqdm
 from ragapp.evaluation.golden import GoldenFileError, load_golden, sample_items
 from ragapp.evaluation.harness import evaluate, settings_snapshot
 from ragapp.evaluation.html import render_html
+from ragapp.evaluation.machine import describe_machine, machine_line
 from ragapp.evaluation.report import aggregate, compare, fmt, headline
 from ragapp.models import Chunk
 from ragapp.selectors import EmbeddingMismatchError, pending_migrations
@@ -115,6 +116,7 @@ class Command(BaseCommand):
             "evaluation_id": str(evaluation.pk),
             "created_at": timezone.now().isoformat(),
             "settings": settings_snapshot(),
+            "machine": describe_machine(),  # latencies mean little without it
         }
         report = aggregate(results, k=k, full=not retrieval_only, meta=meta)
         evaluation_finish(evaluation=evaluation, questions=len(results), report=report)
@@ -143,6 +145,8 @@ class Command(BaseCommand):
             f"{report['questions']} questions ({report['answerable']} answerable), "
             f"{report['mode']} evaluation"
         )
+        if machine := report.get("machine"):
+            self.stdout.write(f"  {machine_line(machine)}")
         if baseline is None:
             for label, value in headline(report):
                 self.stdout.write(f"  {label:<22} {fmt(value):>10}")

@@ -70,6 +70,9 @@ def test_retrieval_only_needs_no_chat_model_and_writes_both_reports(
     assert 0.5 <= report["retrieval"]["mrr_at_10"] <= 1.0
     assert "answers" not in report and not QueryRun.objects.exists()
     assert "recall@2" in output and "MRR@10" in output
+    # Latencies are compared across machines only with the machine beside them.
+    assert report["machine"]["cores"] >= 1 and report["machine"]["cpu"]
+    assert f"machine: {report['machine']['cpu']}" in output
     html = (tmp_path / "out" / "report.html").read_text()
     assert html.startswith("<!doctype html>") and html.count("<svg") == 2
     assert "Which port does the beta service listen on?" in html
