@@ -25,7 +25,11 @@ def _field(cpuinfo: str, name: str) -> str:
 
 
 def vector_set(flags: set[str]) -> str:
-    """The widest instruction set llama.cpp's CPU kernels use on a CPU with these flags."""
+    """The CPU's widest vector instruction set, as llama.cpp's CPU kernels choose theirs.
+
+    AMX is named when the CPU has it, although the product's build switches it off
+    (docs/performance.md, "The local server's build").
+    """
     if "avx512f" in flags:
         extras = [
             name for flag, name in (("avx512_vnni", "VNNI"), ("amx_tile", "AMX")) if flag in flags
@@ -36,13 +40,21 @@ def vector_set(flags: set[str]) -> str:
     return "no AVX2"
 
 
+def _usable_cores() -> int:
+    # The cores this process may run on (a container's limit), where the OS says; macOS and
+    # Windows have no sched_getaffinity.
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 def describe_machine(cpuinfo: str | None = None, cores: int | None = None) -> dict:
     """The machine as a dict: `cpu` (the model name), `cores`, `vector` (see `vector_set`)."""
     if cpuinfo is None:
         cpuinfo = CPUINFO.read_text() if CPUINFO.exists() else ""
     return {
         "cpu": _field(cpuinfo, "model name") or "unknown CPU",
-        "cores": cores if cores is not None else len(os.sched_getaffinity(0)),
+        "cores": cores if cores is not None else _usable_cores(),
         "vector": vector_set(set(_field(cpuinfo, "flags").split())),
     }
 

@@ -6,6 +6,7 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
+from ragapp.evaluation.machine import describe_machine, machine_line
 from ragapp.models import Evaluation, QueryRun
 
 pytestmark = pytest.mark.django_db
@@ -71,8 +72,8 @@ def test_retrieval_only_needs_no_chat_model_and_writes_both_reports(
     assert "answers" not in report and not QueryRun.objects.exists()
     assert "recall@2" in output and "MRR@10" in output
     # Latencies are compared across machines only with the machine beside them.
-    assert report["machine"]["cores"] >= 1 and report["machine"]["cpu"]
-    assert f"machine: {report['machine']['cpu']}" in output
+    assert report["machine"] == describe_machine()
+    assert machine_line(report["machine"]) in output
     html = (tmp_path / "out" / "report.html").read_text()
     assert html.startswith("<!doctype html>") and html.count("<svg") == 2
     assert "Which port does the beta service listen on?" in html

@@ -1,5 +1,8 @@
 """ragapp/evaluation/machine.py: the machine every timing of the local model carries."""
 
+import os
+from pathlib import Path
+
 from ragapp.evaluation.machine import describe_machine, machine_line, vector_set
 
 EPYC_AVX2 = """processor\t: 0
@@ -29,5 +32,16 @@ def test_a_machine_without_cpuinfo_still_gets_a_line():
 
 
 def test_this_machine_is_read_from_proc():
+    cpuinfo = Path("/proc/cpuinfo").read_text()
     described = describe_machine()
-    assert described["cores"] >= 1 and described["cpu"] and described["vector"]
+    assert described == describe_machine(cpuinfo, cores=len(os.sched_getaffinity(0)))
+    assert described["cpu"] != "unknown CPU"  # this Linux machine names its CPU
+
+
+def test_cores_without_sched_getaffinity_come_from_the_cpu_count(monkeypatch):
+    # macOS and Windows have no sched_getaffinity; eval_rag must still write its report there.
+    monkeypatch.delattr(os, "sched_getaffinity")
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    assert describe_machine(EPYC_AVX2)["cores"] == 8
+    monkeypatch.setattr(os, "cpu_count", lambda: None)
+    assert describe_machine(EPYC_AVX2)["cores"] == 1
