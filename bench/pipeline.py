@@ -160,10 +160,8 @@ def main() -> dict:
     parser.add_argument("--questions", type=int, default=12)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    from ragapp.evaluation.machine import (
-        describe_machine,
-        machine_line,
-    )  # after _django has put ROOT on the path
+    # Here, not at the top: _django puts the project's root on the path when it is imported.
+    from ragapp.evaluation.machine import describe_machine, machine_line
 
     ran_on = describe_machine()
     print(machine_line(ran_on), flush=True)
