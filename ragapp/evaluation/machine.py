@@ -59,7 +59,7 @@ def describe_machine(cpuinfo: str | None = None, cores: int | None = None) -> di
     }
 
 
-def machine_line(machine: dict | None = None) -> str:
-    machine = machine or describe_machine()
+def machine_line(machine: dict) -> str:
+    """`describe_machine`'s dict as one line, as `eval_rag` and the benchmarks print it."""
     cores = f"{machine['cores']} core{'' if machine['cores'] == 1 else 's'}"
     return f"machine: {machine['cpu']}, {cores}, {machine['vector']}"
