@@ -1,5 +1,6 @@
 """Shared fixtures: a throwaway embedded PostgreSQL, and the fake embedding model."""
 
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -9,6 +10,28 @@ from django.conf import settings as django_settings
 
 from config.embedded_postgres import stop_server
 from ragapp.providers import clear_embeddings_cache, get_embeddings
+
+# Each worker runs its own embedded PostgreSQL, browser and model servers: past four, a worker adds
+# more memory than speed (the model tests hold a 1.5B model each).
+MAX_WORKERS = 4
+
+
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto`: one worker per CPU this process may use, at most MAX_WORKERS."""
+    # sched_getaffinity is Linux's; macOS and Windows have cpu_count only.
+    usable = getattr(os, "sched_getaffinity", None)
+    cpus = len(usable(0)) if usable else (os.cpu_count() or 1)
+    return min(cpus, MAX_WORKERS)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Modules with a `slow` test first, the rest in their usual order.
+
+    Workers take whole modules in this order; the module that answers with the real 1.5B model
+    runs for minutes, and started last it would keep one worker busy after the others are done.
+    """
+    slow = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow)
 
 
 @pytest.fixture(scope="session")

@@ -17,7 +17,6 @@ from typing import Protocol
 
 from django.conf import settings
 
-from config.celery import EXECUTE_RUN_TASK, app
 from ragapp.models import QueryRun
 from ragapp.runs.runner import execute_queued_run
 from ragapp.services import run_abort
@@ -52,6 +51,10 @@ class CeleryRunExecutor:
     """Sends queued runs to the Celery workers through the broker."""
 
     def submit(self, run_id, trace_context: dict | None = None) -> None:
+        # Imported here: Celery takes most of a second to import, and the thread executor (the
+        # default) never needs it, so neither does every web process's start.
+        from config.celery import EXECUTE_RUN_TASK, app
+
         try:
             # Sent by name: the web process needs the broker, not the task's code. The broker
             # may be restarting: retry briefly, then give up visibly.

@@ -1,23 +1,15 @@
 """Fixtures shared by the ragapp tests: a small knowledge base (fake embeddings), a live server."""
 
-import functools
-
 import pytest
-from django.contrib.auth.hashers import make_password
 from django.core.cache import cache
 
 from ragapp.models import Chunk, Document
 from ragapp.providers.chat import clear_chat_models_cache
 from ragapp.services import embedding_index_prepare
+from tests.ragapp.factories import user_with_password
 from tests.ragapp.live_server import server  # noqa: F401  (a fixture)
 
 PASSWORD = "pw-tests-123"
-
-
-@functools.cache
-def _password_hash() -> str:
-    # PBKDF2 takes about 0.4 s here; hashing once keeps every test's setup fast.
-    return make_password(PASSWORD)
 
 
 @pytest.fixture
@@ -25,9 +17,7 @@ def users(django_user_model):
     """An owner, another user and a staff user, all with PASSWORD."""
 
     def make(username, **extra):
-        return django_user_model.objects.create(
-            username=username, password=_password_hash(), **extra
-        )
+        return user_with_password(django_user_model, username, PASSWORD, **extra)
 
     return {"owner": make("owner"), "other": make("other"), "staff": make("staff", is_staff=True)}
 

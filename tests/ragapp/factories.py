@@ -1,7 +1,29 @@
-"""Runs in a given state, for tests of what shows them (pages, API, access), not of the graph."""
+"""Runs in a given state, for tests of what shows them (pages, API, access), not of the graph.
+
+Also users with a known password, hashed once per password.
+"""
+
+import functools
+
+from django.contrib.auth.hashers import make_password
 
 from ragapp.models import QueryRun, TraceEvent
 from ragapp.services import run_create, run_finish, run_start
+
+
+@functools.cache
+def password_hash(password: str) -> str:
+    """`password` hashed by the product's hasher, once per session.
+
+    PBKDF2 takes about a second on a slow two-core machine; a fixture that made three users a
+    test cost seconds each time. The hash is as real as create_user's: sign-in still checks it.
+    """
+    return make_password(password)
+
+
+def user_with_password(user_model, username: str, password: str, **extra):
+    """A user who can sign in with `password` (through the login form or a Client)."""
+    return user_model.objects.create(username=username, password=password_hash(password), **extra)
 
 
 def finish(run: QueryRun, *, status: str = "answered", answer: str = "a", metadata=None):

@@ -13,6 +13,7 @@ from django.db import connection
 
 from deploy import web
 from deploy.web import database_url, free_port, start_web  # noqa: F401  (free_port: for other tests)
+from tests.ragapp.factories import user_with_password
 
 
 def shared_database_url() -> str:
@@ -31,7 +32,7 @@ def server(request, tmp_path, django_user_model):
         "# Ops\n\n## Restart\n\nRestart the worker with `systemctl restart worker`.\n"
     )
     call_command("ingest_docs", str(tmp_path / "docs"), stdout=StringIO())
-    django_user_model.objects.create_user("alice", password="pw-alice-123")
+    user_with_password(django_user_model, "alice", "pw-alice-123")
     env = {
         **os.environ,
         "DATABASE_URL": shared_database_url(),

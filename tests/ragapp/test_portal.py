@@ -8,20 +8,25 @@ from django.test import Client
 from django.urls import reverse
 
 from ragapp.models import QueryRun
-from ragapp.services import run_create, run_start
-from tests.ragapp.factories import finished_run
+from ragapp.services import embedding_index_prepare, run_create, run_start
+from tests.ragapp.factories import finished_run, user_with_password
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def users(django_user_model):
-    make = django_user_model.objects.create_user
-    return {
-        "owner": make("owner", password="pw-owner-123"),
-        "other": make("other", password="pw-other-123"),
-        "staff": make("staff", password="pw-staff-123", is_staff=True),
-    }
+    def make(username, **extra):
+        return user_with_password(django_user_model, username, f"pw-{username}-123", **extra)
+
+    return {"owner": make("owner"), "other": make("other"), "staff": make("staff", is_staff=True)}
+
+
+@pytest.fixture
+def vector(fake_embeddings):
+    """A chunk vector of the index's width: set for the fake embedder whatever ran before."""
+    embedding_index_prepare(embeddings=fake_embeddings)
+    return fake_embeddings.embed_query("a chunk")
 
 
 def signed_in(user, *, csrf=False) -> Client:
@@ -180,7 +185,7 @@ def test_replay_page_carries_the_trace_and_controls(users):
     assert signed_in(users["other"]).get(reverse("run-replay", args=[run.pk])).status_code == 404
 
 
-def test_chunk_page_shows_document_text_inert(users):
+def test_chunk_page_shows_document_text_inert(users, vector):
     from ragapp.models import Chunk, Document
 
     document = Document.objects.create(
@@ -191,7 +196,7 @@ def test_chunk_page_shows_document_text_inert(users):
         ordinal=0,
         heading_path="X",
         text="<script>alert(1)</script> text",
-        embedding=[1.0, 0.0],
+        embedding=vector,
     )
     body = signed_in(users["other"]).get(reverse("chunk-detail", args=[chunk.pk])).content.decode()
     assert "&lt;script&gt;alert(1)&lt;/script&gt; text" in body and "<script>alert" not in body
@@ -361,7 +366,7 @@ def test_the_run_page_shows_the_feedback_given_so_it_can_be_changed(users):
 # Sources open a preview of their chunk in place.
 
 
-def test_a_source_carries_a_preview_of_its_chunk_with_its_heading_path(users):
+def test_a_source_carries_a_preview_of_its_chunk_with_its_heading_path(users, vector):
     from ragapp.models import Chunk, Document
 
     document = Document.objects.create(
@@ -372,7 +377,7 @@ def test_a_source_carries_a_preview_of_its_chunk_with_its_heading_path(users):
         ordinal=0,
         heading_path="Ops > Restart",
         text="Restart with `systemctl restart worker`.\n\n<script>alert(1)</script>",
-        embedding=[1.0, 0.0],
+        embedding=vector,
     )
     stored = source(chunk_id=chunk.pk, heading_path="Ops > Restart", source_path="docs/ops.md")
     run = answered(users["owner"], "Restart it [1].", sources=[stored])
@@ -384,14 +389,14 @@ def test_a_source_carries_a_preview_of_its_chunk_with_its_heading_path(users):
     assert "Open the published page" not in preview  # no public link recorded
 
 
-def test_a_source_preview_links_to_the_published_page_when_there_is_one(users):
+def test_a_source_preview_links_to_the_published_page_when_there_is_one(users, vector):
     from ragapp.models import Chunk, Document
 
     document = Document.objects.create(
         source_path="docs/ops.md", title="Ops", format="markdown", content_hash="h", size_bytes=1
     )
     chunk = Chunk.objects.create(
-        document=document, ordinal=0, heading_path="Ops", text="Restart.", embedding=[1.0, 0.0]
+        document=document, ordinal=0, heading_path="Ops", text="Restart.", embedding=vector
     )
     published = source(chunk_id=chunk.pk, url="https://docs.example.com/ops/#restart")
     unsafe = source(n=2, chunk_id=chunk.pk, url="javascript:alert(1)")
@@ -467,7 +472,7 @@ def test_headings_become_questions(heading_path, question):
     assert heading_as_question(heading_path) == question
 
 
-def test_the_ask_page_suggests_questions_from_the_knowledge_base_headings(users):
+def test_the_ask_page_suggests_questions_from_the_knowledge_base_headings(users, vector):
     from ragapp.models import Chunk, Document
 
     headings = {
@@ -484,7 +489,7 @@ def test_the_ask_page_suggests_questions_from_the_knowledge_base_headings(users)
                 ordinal=ordinal,
                 heading_path=heading_path,
                 text="t",
-                embedding=[1.0, 0.0],
+                embedding=vector,
             )
     body = signed_in(users["owner"]).get(reverse("ask")).content.decode()
     suggested = re.findall(r'data-question="([^"]+)"', body)

@@ -9,6 +9,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind
 
 import ragapp.runs.executor as executor_module
+from config.celery import app as celery_app
 from ragapp.models import QueryRun
 from ragapp.observability import tracing
 from ragapp.tasks import execute_run_task
@@ -100,7 +101,7 @@ def test_a_run_on_a_celery_worker_is_linked_through_the_task_message(
     executor_module._executor = None
     sent = []
     monkeypatch.setattr(
-        executor_module.app,
+        celery_app,
         "send_task",
         lambda name, args, kwargs, **_: sent.append((args, kwargs)),
     )

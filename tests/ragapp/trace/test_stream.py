@@ -18,17 +18,6 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def users(django_user_model):
-    return {
-        "owner": django_user_model.objects.create_user("owner", password="pw-owner-123"),
-        "other": django_user_model.objects.create_user("other", password="pw-other-123"),
-        "staff": django_user_model.objects.create_user(
-            "staff", password="pw-staff-123", is_staff=True
-        ),
-    }
-
-
-@pytest.fixture
 def run(users):
     run = run_create(query="How?", owner=users["owner"])
     for seq, kind in enumerate(["retrieve", "grade", "grade_docs", "generate"], 1):
