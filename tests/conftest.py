@@ -15,23 +15,52 @@ from ragapp.providers import clear_embeddings_cache, get_embeddings
 # more memory than speed (the model tests hold a 1.5B model each).
 MAX_WORKERS = 4
 
+# The modules that run real packaged models (every `slow` test is in one). Their llama.cpp servers
+# take every core, so the two run one after the other on one worker, never side by side.
+MODEL_MODULES = (
+    "tests/ragapp/providers/test_local_llm.py",
+    "tests/ragapp/providers/test_contract.py",
+)
+
 
 def pytest_xdist_auto_num_workers(config):
-    """`-n auto`: one worker per CPU this process may use, at most MAX_WORKERS."""
+    """`-n auto`: one worker per CPU this process may use, at most MAX_WORKERS.
+
+    PYTEST_XDIST_AUTO_NUM_WORKERS still decides when it is set, as it does without this hook.
+    """
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return int(os.environ["PYTEST_XDIST_AUTO_NUM_WORKERS"])
     # sched_getaffinity is Linux's; macOS and Windows have cpu_count only.
     usable = getattr(os, "sched_getaffinity", None)
     cpus = len(usable(0)) if usable else (os.cpu_count() or 1)
     return min(cpus, MAX_WORKERS)
 
 
-def pytest_collection_modifyitems(config, items):
-    """Modules with a `slow` test first, the rest in their usual order.
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadfile`, with MODEL_MODULES as one unit of work."""
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
 
-    Workers take whole modules in this order; the module that answers with the real 1.5B model
-    runs for minutes, and started last it would keep one worker busy after the others are done.
+    class ModelModulesTogether(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = super()._split_scope(nodeid)
+            return MODEL_MODULES[0] if module in MODEL_MODULES else module
+
+    return ModelModulesTogether(config, log)
+
+
+def pytest_collection_modifyitems(config, items):
+    """MODEL_MODULES first, the rest in their usual order.
+
+    Workers take units of work in this order (addopts turn xdist's own reordering off); the
+    model modules run for minutes, and started last they would keep one worker busy after the
+    others are done.
     """
-    slow = {item.path for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: item.path not in slow)
+    slow = {item.nodeid.split("::", 1)[0] for item in items if item.get_closest_marker("slow")}
+    if unlisted := slow.difference(MODEL_MODULES):
+        raise pytest.UsageError(f"slow tests outside MODEL_MODULES (tests/conftest.py): {unlisted}")
+    items.sort(key=lambda item: item.nodeid.split("::", 1)[0] not in MODEL_MODULES)
 
 
 @pytest.fixture(scope="session")

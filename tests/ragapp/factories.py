@@ -5,19 +5,25 @@ Also users with a known password, hashed once per password.
 
 import functools
 
+from django.conf import settings
 from django.contrib.auth.hashers import make_password
 
 from ragapp.models import QueryRun, TraceEvent
 from ragapp.services import run_create, run_finish, run_start
 
 
-@functools.cache
 def password_hash(password: str) -> str:
-    """`password` hashed by the product's hasher, once per session.
+    """`password` hashed by the hasher in use, once per session.
 
     PBKDF2 takes about a second on a slow two-core machine; a fixture that made three users a
     test cost seconds each time. The hash is as real as create_user's: sign-in still checks it.
     """
+    return _hashed(password, settings.PASSWORD_HASHERS[0])
+
+
+@functools.cache
+def _hashed(password: str, hasher: str) -> str:
+    # Keyed by the hasher too: a test that sets PASSWORD_HASHERS gets a hash its hasher reads.
     return make_password(password)
 
 

@@ -1,10 +1,9 @@
 """Local model servers started by a test module are stopped when the module ends."""
 
-import gc
-
 import pytest
 
 from ragapp.providers import local_llm
+from ragapp.providers.chat import clear_chat_models_cache
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -16,6 +15,7 @@ def stop_local_servers_after_the_module():
     (which pytest-xdist changes from run to run).
     """
     yield
+    clear_chat_models_cache()  # clients of those servers, left by a test that failed midway
+    # Dropping the last reference to its handle is what stops an xllamacpp server.
     local_llm._servers.clear()
     local_llm._readers.clear()
-    gc.collect()  # the handle going away is what stops an xllamacpp server
