@@ -51,16 +51,22 @@ def pytest_xdist_make_scheduler(config, log):
 
 
 def pytest_collection_modifyitems(config, items):
-    """MODEL_MODULES first, the rest in their usual order.
+    """MODEL_MODULES first, each module's tests together, the rest in their usual order.
 
     Workers take units of work in this order (addopts turn xdist's own reordering off); the
     model modules run for minutes, and started last they would keep one worker busy after the
-    others are done.
+    others are done. pytest-django has ordered the tests by kind of database access across
+    modules; kept together, a model module starts its servers once.
     """
-    slow = {item.nodeid.split("::", 1)[0] for item in items if item.get_closest_marker("slow")}
+    slow = {_module(item) for item in items if item.get_closest_marker("slow")}
     if unlisted := slow.difference(MODEL_MODULES):
         raise pytest.UsageError(f"slow tests outside MODEL_MODULES (tests/conftest.py): {unlisted}")
-    items.sort(key=lambda item: item.nodeid.split("::", 1)[0] not in MODEL_MODULES)
+    rank = {module: n for n, module in enumerate(MODEL_MODULES)}
+    items.sort(key=lambda item: rank.get(_module(item), len(MODEL_MODULES)))
+
+
+def _module(item) -> str:
+    return item.nodeid.split("::", 1)[0]
 
 
 @pytest.fixture(scope="session")
