@@ -22,6 +22,16 @@ def users(django_user_model):
     return {"owner": make("owner"), "other": make("other"), "staff": make("staff", is_staff=True)}
 
 
+@pytest.fixture
+def vector(fake_embeddings):
+    """A chunk vector the chunk column takes, whatever width an earlier test left it at.
+
+    A transactional test's index switch (a column of another width) is not rolled back.
+    """
+    embedding_index_prepare(embeddings=fake_embeddings)
+    return fake_embeddings.embed_query("a chunk")
+
+
 TEXTS = {
     "docs/alpha.md": [
         "Alpha release 2.3 setup: run the alpha installer with --prefix.",

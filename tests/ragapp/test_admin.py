@@ -4,15 +4,13 @@ import pytest
 from django.urls import reverse
 
 from ragapp.models import Chunk, Document, Feedback, QueryRun, TraceEvent
-from ragapp.services import embedding_index_prepare, run_create
+from ragapp.services import run_create
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def run(admin_user, fake_embeddings):
-    # The chunk column's width is whatever the last index switch left: set it for this embedder.
-    embedding_index_prepare(embeddings=fake_embeddings)
+def run(admin_user, vector):
     document = Document.objects.create(
         source_path="docs/a.md",
         title="Alpha guide",
@@ -24,7 +22,7 @@ def run(admin_user, fake_embeddings):
         document=document,
         ordinal=0,
         text="Alpha text",
-        embedding=fake_embeddings.embed_query("Alpha text"),
+        embedding=vector,
     )
     run = run_create(owner=admin_user, query="What is alpha?")
     QueryRun.objects.filter(pk=run.pk).update(status="answered")

@@ -8,25 +8,11 @@ from django.test import Client
 from django.urls import reverse
 
 from ragapp.models import QueryRun
-from ragapp.services import embedding_index_prepare, run_create, run_start
-from tests.ragapp.factories import finished_run, user_with_password
+from ragapp.services import run_create, run_start
+from tests.ragapp.conftest import PASSWORD
+from tests.ragapp.factories import finished_run
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def users(django_user_model):
-    def make(username, **extra):
-        return user_with_password(django_user_model, username, f"pw-{username}-123", **extra)
-
-    return {"owner": make("owner"), "other": make("other"), "staff": make("staff", is_staff=True)}
-
-
-@pytest.fixture
-def vector(fake_embeddings):
-    """A chunk vector of the index's width: set for the fake embedder whatever ran before."""
-    embedding_index_prepare(embeddings=fake_embeddings)
-    return fake_embeddings.embed_query("a chunk")
 
 
 def signed_in(user, *, csrf=False) -> Client:
@@ -58,7 +44,7 @@ def test_every_page_needs_sign_in(client, users):
 
 def test_sign_in_page_works(client, users):
     assert client.get(reverse("login")).status_code == 200
-    response = client.post(reverse("login"), {"username": "owner", "password": "pw-owner-123"})
+    response = client.post(reverse("login"), {"username": "owner", "password": PASSWORD})
     assert response.status_code == 302 and response["Location"] == reverse("ask")
 
 
