@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from langchain_core.exceptions import OutputParserException
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
-from openai import LengthFinishReasonError
 from pydantic import BaseModel, ValidationError
 
 from ragapp.graph import prompts
@@ -24,7 +23,12 @@ from ragapp.graph.context import ChatModels, Usage
 from ragapp.graph.grounding import MISSING, answer_claims, lexical_support
 from ragapp.graph.schemas import AnswerFaithfulness, DocumentRelevance
 from ragapp.graph.state import RetrievedDoc
-from ragapp.providers.model_errors import CallTimeout, explained_failures, without_retries
+from ragapp.providers.model_errors import (
+    CallTimeout,
+    explained_failures,
+    loaded_sdk,
+    without_retries,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -85,7 +89,9 @@ def structured_call[T: BaseModel](
                 result = runnable.invoke(messages)
             if bounded and result.get("parsed") is not None:
                 result["parsed"] = schema.model_validate(result["parsed"])
-        except (OutputParserException, ValidationError, ValueError, LengthFinishReasonError) as exc:
+        except Exception as exc:
+            if not _invalid_output(exc):
+                raise
             # Some parsers raise instead of reporting `parsing_error`; it is the same failure.
             problem = exc
             logger.warning("%s: invalid structured output (attempt %d): %s", task, attempt, exc)
@@ -106,6 +112,18 @@ def structured_call[T: BaseModel](
 
 
 PROBLEM_CHARS = 300
+
+
+def _invalid_output(exc: Exception) -> bool:
+    """Whether `exc` says the reply was not the schema's JSON (a reason to ask once more).
+
+    The SDK's cut-off reply (`LengthFinishReasonError`) is named through `loaded_sdk`: a process
+    whose models are not OpenAI clients cannot raise it, and need not import the SDK to say so.
+    """
+    if isinstance(exc, OutputParserException | ValidationError | ValueError):
+        return True
+    sdk = loaded_sdk()
+    return sdk is not None and isinstance(exc, sdk.LengthFinishReasonError)
 
 
 def describe_problem(problem: object) -> str:

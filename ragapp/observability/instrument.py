@@ -20,13 +20,13 @@ import time
 from contextlib import contextmanager
 from uuid import UUID
 
-import openai
 from langchain_core.callbacks import BaseCallbackHandler
 from langgraph.graph import StateGraph
 from opentelemetry import context as otel_context
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from ragapp.observability import logs, metrics, tracing
+from ragapp.providers.model_errors import loaded_sdk
 
 AGENT_NAME = "docs-assistant"
 FINAL_STATUSES = {"answered", "refused", "failed"}
@@ -212,9 +212,11 @@ class ModelCallObserver(BaseCallbackHandler):
 
 def outcome_of(error: BaseException) -> str:
     """A failed call's outcome label: timeout, 429 or error."""
-    if isinstance(error, openai.APITimeoutError | TimeoutError):
+    sdk = loaded_sdk()  # an SDK error means the SDK is loaded
+    if isinstance(error, TimeoutError) or (sdk and isinstance(error, sdk.APITimeoutError)):
         return "timeout"
-    if isinstance(error, openai.RateLimitError) or getattr(error, "status_code", None) == 429:
+    rate_limited = sdk is not None and isinstance(error, sdk.RateLimitError)
+    if rate_limited or getattr(error, "status_code", None) == 429:
         return "429"
     return "error"
 

@@ -12,14 +12,27 @@ attempt (the search's passage) goes through `without_retries`, and its message s
 from __future__ import annotations
 
 import re
+import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import openai
+if TYPE_CHECKING:
+    import openai
 
 DETAIL_CHARS = 200
 _BEARER = re.compile(r"(?i)bearer\s+[A-Za-z0-9._~+/=-]+")
 _SECRET_LIKE = re.compile(r"\bsk-[A-Za-z0-9_\-]{6,}")
+
+
+def loaded_sdk():
+    """The openai SDK if something in this process has imported it (a model client), else None.
+
+    Importing it takes about a second. A process whose chat models are not OpenAI clients (the
+    fake ones, or none built yet) cannot meet its errors, so naming them must not import it: web
+    processes and commands start that much sooner.
+    """
+    return sys.modules.get("openai")
 
 
 class ChatModelError(Exception):
@@ -55,6 +68,8 @@ def describe(
     `timeout_source` names what set `timeout`: the setting, or a call's own shorter limit.
     `retried` is False for a call made once whatever RAG_LLM_MAX_RETRIES says.
     """
+    import openai  # loaded: `exc` is one of its errors
+
     request = _request_of(exc)
     where = _safe_url(request)
     attempts = _attempts(request)
@@ -125,13 +140,14 @@ def without_retries(model):
     own with `max_retries=0` (`with_options` shares their connection pool); the model itself is
     not changed, so every other call keeps RAG_LLM_MAX_RETRIES.
     """
+    sdk = loaded_sdk()
     root = getattr(model, "root_client", None)
-    if not isinstance(root, openai.OpenAI) or root.max_retries == 0:
+    if sdk is None or not isinstance(root, sdk.OpenAI) or root.max_retries == 0:
         return model
     once = root.with_options(max_retries=0)
     update = {"root_client": once, "client": once.chat.completions, "max_retries": 0}
     root_async = getattr(model, "root_async_client", None)
-    if isinstance(root_async, openai.AsyncOpenAI):
+    if isinstance(root_async, sdk.AsyncOpenAI):
         once_async = root_async.with_options(max_retries=0)
         update |= {"root_async_client": once_async, "async_client": once_async.chat.completions}
     return model.model_copy(update=update)
@@ -146,7 +162,10 @@ def explained_failures(model, limit: CallTimeout | None = None):
     """
     try:
         yield
-    except openai.APIError as exc:
+    except Exception as exc:
+        sdk = loaded_sdk()
+        if sdk is None or not isinstance(exc, sdk.APIError):
+            raise
         key = getattr(model, "openai_api_key", None)
         if limit is None:
             limit = CallTimeout(getattr(model, "request_timeout", None), "RAG_LLM_TIMEOUT")
@@ -170,6 +189,8 @@ def _request_of(exc: openai.APIError):
 
 def _root_cause(exc: BaseException) -> BaseException:
     """The first exception under the SDK's (and langchain's re-raised) API errors."""
+    import openai  # loaded: `exc` is one of its errors
+
     seen = exc
     while isinstance(seen, openai.APIError) and (seen.__cause__ or seen.__context__):
         seen = seen.__cause__ or seen.__context__
