@@ -10,6 +10,7 @@ from django.conf import settings as django_settings
 
 from config.embedded_postgres import stop_server
 from ragapp.providers import clear_embeddings_cache, get_embeddings
+from tests.ragapp.live_server import web_processes  # noqa: F401  (a fixture: `server` needs it)
 
 # Each worker runs its own embedded PostgreSQL, browser and model servers: past four, a worker adds
 # more memory than speed (the model tests hold a 1.5B model each).

@@ -4,7 +4,9 @@ import json
 import os
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 from io import StringIO
+from pathlib import Path
 
 import httpx
 import pytest
@@ -12,7 +14,8 @@ from django.core.management import call_command
 from django.db import connection
 
 from deploy import web
-from deploy.web import database_url, free_port, start_web  # noqa: F401  (free_port: for other tests)
+from deploy.web import database_url, free_port, start_web
+from ragapp.models import QueryRun
 from tests.ragapp.factories import user_with_password
 
 
@@ -21,11 +24,112 @@ def shared_database_url() -> str:
     return database_url(connection)
 
 
-@pytest.fixture
-def server(request, tmp_path, django_user_model):
-    """uvicorn serving the app on the test database, with the fake models.
+class Served(str):
+    """A live server's base URL, which also knows the data dir its process writes to."""
 
-    Parametrize it indirectly with a dict to set more environment variables.
+    data_dir: Path
+
+
+class WebProcesses:
+    """uvicorn processes over the test database, one per environment, kept for a module's tests.
+
+    Starting one costs about 7 s on two cores (its imports, then the first request), more than
+    most of the tests that use it. A test's process is reused by the next test that asks for
+    the same environment, but only once no run is executing: no run of one test writes into the
+    next one's database. (A run still waiting in the process's queue when the database is
+    emptied finds its row gone and is not executed: runner.execute_queued_run.) Each test still
+    ingests its page, gets its own user and signs in (the database is emptied between tests).
+    """
+
+    RUNS_SETTLE_S = 15  # a run left going (150 ms a model call) ends well within this
+
+    def __init__(self, data_root: Path):
+        self.data_root = data_root
+        self.running: dict[tuple, tuple[subprocess.Popen, Served]] = {}
+
+    def serving(self, extra: dict[str, str]) -> Served:
+        key = tuple(sorted(extra.items()))
+        if key in self.running and self.running[key][0].poll() is None:
+            return self.running[key][1]
+        data_dir = self.data_root / f"web-{len(self.running)}-{free_port()}"
+        env = {
+            **os.environ,
+            "DATABASE_URL": shared_database_url(),
+            "RAG_DATA_DIR": str(data_dir),
+            "RAG_CHAT_PROVIDER": "fake",
+            "RAG_EMBEDDING_PROVIDER": "fake",
+            "RAG_FAKE_CHAT_DELAY_MS": "150",
+            "RAG_REUSE": "off",  # the same question asked again must run again
+            # tests/ragapp/runs/test_submit.py tests the limit
+            "RAG_MAX_ACTIVE_RUNS_PER_USER": "50",
+            **extra,
+        }
+        try:
+            process, base = start_web(env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        except RuntimeError as exc:
+            pytest.fail(str(exc))
+        served = Served(base)
+        served.data_dir = data_dir
+        self.running[key] = (process, served)
+        return served
+
+    def settle(self, extra: dict[str, str]) -> None:
+        """After a test: keep its process once no run is executing; stop it if one still is."""
+        key = tuple(sorted(extra.items()))
+        if key not in self.running:
+            return
+        deadline = time.monotonic() + self.RUNS_SETTLE_S
+        while _executing_runs() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if _executing_runs():
+            _stop(self.running.pop(key)[0])
+
+    def stop_all(self) -> None:
+        for process, _ in self.running.values():
+            _stop(process)
+        self.running.clear()
+
+
+def _executing_runs() -> bool:
+    """Whether a run is being executed, read on a connection of its own.
+
+    A thread of its own: a browser test's Playwright loop may still be on this one, where
+    Django refuses database calls.
+    """
+
+    def read():
+        try:
+            return QueryRun.objects.filter(status=QueryRun.Status.RUNNING).exists()
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(read).result()
+
+
+def _stop(process: subprocess.Popen) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+@pytest.fixture(scope="module")
+def web_processes(django_db_setup, tmp_path_factory):
+    """The module's live web processes (`WebProcesses`), stopped when the module ends."""
+    processes = WebProcesses(tmp_path_factory.mktemp("web"))
+    yield processes
+    processes.stop_all()
+
+
+@pytest.fixture
+def server(request, tmp_path, django_user_model, web_processes):
+    """uvicorn serving the app on the test database, with the fake models: its base URL.
+
+    Parametrize it indirectly with a dict to set more environment variables; tests asking for
+    the same ones share a process (`WebProcesses`).
     """
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "ops.md").write_text(
@@ -33,24 +137,9 @@ def server(request, tmp_path, django_user_model):
     )
     call_command("ingest_docs", str(tmp_path / "docs"), stdout=StringIO())
     user_with_password(django_user_model, "alice", "pw-alice-123")
-    env = {
-        **os.environ,
-        "DATABASE_URL": shared_database_url(),
-        "RAG_DATA_DIR": str(tmp_path / "data"),
-        "RAG_CHAT_PROVIDER": "fake",
-        "RAG_EMBEDDING_PROVIDER": "fake",
-        "RAG_FAKE_CHAT_DELAY_MS": "150",
-        "RAG_REUSE": "off",  # the same question asked again must run again
-        "RAG_MAX_ACTIVE_RUNS_PER_USER": "50",  # tests/ragapp/runs/test_submit.py tests the limit
-        **getattr(request, "param", {}),
-    }
-    try:
-        process, base = start_web(env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    except RuntimeError as exc:
-        pytest.fail(str(exc))
-    yield base
-    process.terminate()
-    process.wait(timeout=20)
+    extra = getattr(request, "param", {})
+    yield web_processes.serving(extra)
+    web_processes.settle(extra)
 
 
 def signed_in(base: str, username: str = "alice", password: str = "pw-alice-123") -> httpx.Client:

@@ -79,7 +79,7 @@ def es_meta(secret_key: str, *, user, channels: list[str], expires_in: int) -> s
 
 
 @pytest.mark.parametrize("surface", ["api", "portal"])
-def test_library_parameters_are_ignored_on_both_streams(server, tmp_path, surface):
+def test_library_parameters_are_ignored_on_both_streams(server, surface):
     """`recover`, `link` and `es-meta` (the library's proxy and hand-over parameters) do nothing.
 
     `recover=true` made the library read a GRIP proxy's state that is not there (a 500); an
@@ -93,7 +93,7 @@ def test_library_parameters_are_ignored_on_both_streams(server, tmp_path, surfac
     client = api if surface == "api" else signed_in(server)
     url = f"/api/runs/{run_id}/events" if surface == "api" else f"/runs/{run_id}/events/"
     total_after = {"after": 0} if surface == "api" else {}
-    key = (tmp_path / "data" / "secret_key").read_text().strip()
+    key = (server.data_dir / "secret_key").read_text().strip()
     channel = f"run-{run_id}"
     tokens = {
         "expired": es_meta(key, user="anonymous", channels=[channel], expires_in=-60),
