@@ -32,7 +32,11 @@ def loaded_sdk():
     fake ones, or none built yet) cannot meet its errors, so naming them must not import it: web
     processes and commands start that much sooner.
     """
-    return sys.modules.get("openai")
+    if "openai" not in sys.modules:
+        return None
+    import openai  # already loaded; waits for another thread still importing it
+
+    return openai
 
 
 class ChatModelError(Exception):

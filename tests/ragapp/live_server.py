@@ -35,10 +35,11 @@ class WebProcesses:
 
     Starting one costs about 7 s on two cores (its imports, then the first request), more than
     most of the tests that use it. A test's process is reused by the next test that asks for
-    the same environment, but only once no run is executing: no run of one test writes into the
-    next one's database. (A run still waiting in the process's queue when the database is
-    emptied finds its row gone and is not executed: runner.execute_queued_run.) Each test still
-    ingests its page, gets its own user and signs in (the database is emptied between tests).
+    the same environment, but only once no run is executing, so a test's runs are over before
+    the database is emptied. A run still waiting in the process's queue then would find its row
+    gone and not execute (runner.execute_queued_run), or fail on its first write if it started
+    just before. Each test still ingests its page, gets its
+    own user and signs in (the database is emptied between tests).
     """
 
     RUNS_SETTLE_S = 15  # a run left going (150 ms a model call) ends well within this
@@ -64,10 +65,15 @@ class WebProcesses:
             "RAG_MAX_ACTIVE_RUNS_PER_USER": "50",
             **extra,
         }
+        data_dir.mkdir(parents=True)
+        # A file, not a pipe: the process lives for the whole file of tests, and a pipe nobody
+        # reads fills up with its log until every thread that logs blocks.
+        log = data_dir / "web.log"
         try:
-            process, base = start_web(env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            with log.open("wb") as output:
+                process, base = start_web(env, stdout=output, stderr=subprocess.STDOUT)
         except RuntimeError as exc:
-            pytest.fail(str(exc))
+            pytest.fail(f"{exc}\n{log.read_text(errors='replace')}")
         served = Served(base)
         served.data_dir = data_dir
         self.running[key] = (process, served)

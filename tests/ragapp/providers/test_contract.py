@@ -319,8 +319,9 @@ def test_the_factories_refuse_a_name_the_registry_lacks(settings):
 
 def test_model_code_is_imported_only_by_the_provider_that_uses_it(tmp_path):
     """settings.py reads the registry without loading Django's models or any provider's module,
-    and a process using the fake providers never loads llama.cpp or onnxruntime."""
-    heavy = ("ragapp.models", "ragapp.providers.local_llm", "xllamacpp", "onnxruntime")
+    and a process using the fake providers never loads llama.cpp, onnxruntime or the openai SDK
+    (about a second of imports), not even with the views, the graph and the runner loaded."""
+    heavy = ("ragapp.models", "ragapp.providers.local_llm", "xllamacpp", "onnxruntime", "openai")
     code = (
         "import sys\n"
         f"heavy = {heavy!r}\n"
@@ -331,6 +332,7 @@ def test_model_code_is_imported_only_by_the_provider_that_uses_it(tmp_path):
         "from ragapp.providers.chat import get_chat_models\n"
         "from ragapp.providers.status import providers_status\n"
         "get_embeddings().embed_query('x'); get_chat_models(); providers_status()\n"
+        "import config.asgi, config.urls, ragapp.views, ragapp.runs.runner, ragapp.graph.builder\n"
         "print('fake', [m for m in heavy[2:] if m in sys.modules])\n"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAG_", "OPENAI_"))}
