@@ -14,7 +14,7 @@ from django.core.management import call_command
 from django.db import connection
 
 from deploy import web
-from deploy.web import database_url, free_port, start_web
+from deploy.web import database_url, free_port, start_web  # noqa: F401  (free_port: for others)
 from ragapp.models import QueryRun
 from tests.ragapp.factories import user_with_password
 
@@ -38,8 +38,8 @@ class WebProcesses:
     the same environment, but only once no run is executing, so a test's runs are over before
     the database is emptied. A run still waiting in the process's queue then would find its row
     gone and not execute (runner.execute_queued_run), or fail on its first write if it started
-    just before. Each test still ingests its page, gets its
-    own user and signs in (the database is emptied between tests).
+    just before. Each test still ingests its page, gets its own user and signs in (the database
+    is emptied between tests).
     """
 
     RUNS_SETTLE_S = 15  # a run left going (150 ms a model call) ends well within this
@@ -47,12 +47,14 @@ class WebProcesses:
     def __init__(self, data_root: Path):
         self.data_root = data_root
         self.running: dict[tuple, tuple[subprocess.Popen, Served]] = {}
+        self.started = 0
 
     def serving(self, extra: dict[str, str]) -> Served:
         key = tuple(sorted(extra.items()))
         if key in self.running and self.running[key][0].poll() is None:
             return self.running[key][1]
-        data_dir = self.data_root / f"web-{len(self.running)}-{free_port()}"
+        self.started += 1
+        data_dir = self.data_root / f"web-{self.started}"
         env = {
             **os.environ,
             "DATABASE_URL": shared_database_url(),
@@ -82,12 +84,7 @@ class WebProcesses:
     def settle(self, extra: dict[str, str]) -> None:
         """After a test: keep its process once no run is executing; stop it if one still is."""
         key = tuple(sorted(extra.items()))
-        if key not in self.running:
-            return
-        deadline = time.monotonic() + self.RUNS_SETTLE_S
-        while _executing_runs() and time.monotonic() < deadline:
-            time.sleep(0.2)
-        if _executing_runs():
+        if key in self.running and not _runs_end_within(self.RUNS_SETTLE_S):
             _stop(self.running.pop(key)[0])
 
     def stop_all(self) -> None:
@@ -96,21 +93,26 @@ class WebProcesses:
         self.running.clear()
 
 
-def _executing_runs() -> bool:
-    """Whether a run is being executed, read on a connection of its own.
+def _runs_end_within(seconds: float) -> bool:
+    """Whether every executing run has ended within `seconds`, read on a connection of its own.
 
     A thread of its own: a browser test's Playwright loop may still be on this one, where
     Django refuses database calls.
     """
 
-    def read():
+    def wait():
+        deadline = time.monotonic() + seconds
         try:
-            return QueryRun.objects.filter(status=QueryRun.Status.RUNNING).exists()
+            while QueryRun.objects.filter(status=QueryRun.Status.RUNNING).exists():
+                if time.monotonic() > deadline:
+                    return False
+                time.sleep(0.2)
+            return True
         finally:
             connection.close()
 
     with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(read).result()
+        return pool.submit(wait).result()
 
 
 def _stop(process: subprocess.Popen) -> None:
