@@ -82,3 +82,13 @@ def test_every_package_is_in_the_layout():
     # A folder path names its parents too: `management/commands/` names `management/`.
     missing = [p for p in packages if not any(n.startswith(p) for n in named)]
     assert not missing, f"packages missing from docs/architecture.md's layout: {missing}"
+
+
+def test_the_portable_wheel_instructions_name_the_pinned_version():
+    # docs/models.md tells a user on an AVX2-only CPU which xllamacpp wheel to install, and .ci/run
+    # reads the same pin: the two must not drift from pyproject.toml.
+    root = Path(settings.BASE_DIR)
+    pin = re.compile(r'"xllamacpp==([^"]+)"')
+    (pinned,) = pin.findall((root / "pyproject.toml").read_text())
+    assert pin.findall((DOCS / "models.md").read_text()) == [pinned]
+    assert "xllamacpp==" in (root / ".ci" / "run").read_text()

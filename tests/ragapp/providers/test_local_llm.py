@@ -125,7 +125,8 @@ SIMD_FEATURES = {
 )
 def test_the_local_server_is_compiled_for_this_cpu_without_amx():
     # docs/models.md, "The local server's build": every vector instruction set this CPU has (the
-    # portable wheel stops at AVX2), and never AMX, whose kernels crash on Q4_K_M models.
+    # portable wheel stops at AVX2, so it passes only where the CPU has nothing more, which is
+    # where .ci/run installs it), and never AMX, whose kernels crash on Q4_K_M models.
     import xllamacpp
 
     compiled = dict(re.findall(r"(\w+) = (\d)", xllamacpp.get_system_info()))
