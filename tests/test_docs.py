@@ -88,7 +88,10 @@ def test_the_portable_wheel_instructions_name_the_pinned_version():
     # docs/models.md tells a user on an AVX2-only CPU which xllamacpp wheel to install, and .ci/run
     # reads the same pin: the two must not drift from pyproject.toml.
     root = Path(settings.BASE_DIR)
+    pyproject = (root / "pyproject.toml").read_text()
     pin = re.compile(r'"xllamacpp==([^"]+)"')
-    (pinned,) = pin.findall((root / "pyproject.toml").read_text())
+    (pinned,) = pin.findall(pyproject)
     assert pin.findall((DOCS / "models.md").read_text()) == [pinned]
-    assert "xllamacpp==" in (root / ".ci" / "run").read_text()
+    # .ci/run's sed reads the pin from the line that starts with it, as this pattern does.
+    assert re.findall(r'^ *"xllamacpp==([^"]*)",', pyproject, re.MULTILINE) == [pinned]
+    assert """s/^ *"xllamacpp==\\([^"]*\\)",.*/\\1/p""" in (root / ".ci" / "run").read_text()
