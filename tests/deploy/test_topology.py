@@ -22,7 +22,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from deploy.topology import ROOT, Topology
-from tests.ragapp.live_server import free_port
+from deploy.web import free_port
 
 HEARTBEAT_S, STALE_S = 0.5, 3.0
 METRICS_TOKEN = "topology-metrics-token-0123"

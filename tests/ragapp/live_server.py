@@ -14,7 +14,7 @@ from django.core.management import call_command
 from django.db import connection
 
 from deploy import web
-from deploy.web import database_url, free_port, start_web  # noqa: F401  (free_port: for others)
+from deploy.web import database_url, start_web
 from ragapp.models import QueryRun
 from tests.ragapp.factories import user_with_password
 

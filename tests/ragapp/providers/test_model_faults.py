@@ -16,6 +16,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from rest_framework.authtoken.models import Token
 
+from deploy.web import free_port
 from ragapp.graph import hypothesis, prompts
 from ragapp.models import QueryRun, TraceEvent
 from ragapp.providers.chat import clear_chat_models_cache
@@ -23,7 +24,7 @@ from ragapp.providers.model_errors import without_retries
 from ragapp.runs.runner import execute_run
 from ragapp.services import run_create
 from ragapp.trace.redaction import public_message
-from tests.ragapp.live_server import free_port, read_closed_stream
+from tests.ragapp.live_server import read_closed_stream
 from tests.ragapp.providers.misbehaving_server import (
     ANSWER,
     FAITHFUL,

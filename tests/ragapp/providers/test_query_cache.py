@@ -11,12 +11,12 @@ import time
 import pytest
 import redis
 
+from deploy.web import free_port
 from ragapp.providers import get_embeddings
 from ragapp.providers.fake_embeddings import FakeEmbeddings
 from ragapp.providers.query_cache import QueryCachingEmbeddings, query_embedding_key
 from ragapp.runs.runner import execute_run
 from ragapp.services import run_create
-from tests.ragapp.live_server import free_port
 
 QUESTION = "How do I start the beta service?"
 
