@@ -152,6 +152,11 @@ class Evaluation(models.Model):
     questions = models.PositiveIntegerField(default=0)
     settings = models.JSONField(default=dict, blank=True, help_text="The settings evaluated.")
     report = models.JSONField(default=dict, blank=True, help_text="Aggregate metrics.")
+    # What `eval_rag --resume` needs to ask the same questions again: {"k": 5, "ids": [...]}, the
+    # golden ids in the order they are asked (after --limit and --sample).
+    selection = models.JSONField(
+        default=dict, blank=True, help_text="recall@k's k and the golden ids asked, in order."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

@@ -7,7 +7,15 @@ import re
 from django.core.cache import cache
 from django.db import DatabaseError, connection, models
 
-from ragapp.models import Chunk, Document, EmbeddingIndex, Feedback, QueryRun, Thread
+from ragapp.models import (
+    Chunk,
+    Document,
+    EmbeddingIndex,
+    Evaluation,
+    Feedback,
+    QueryRun,
+    Thread,
+)
 from ragapp.providers import EmbeddingProvider
 from ragapp.providers.status import providers_status
 
@@ -223,6 +231,22 @@ def run_events_list(*, run: QueryRun, after: int = 0) -> list:
 def run_is_finished(run: QueryRun) -> bool:
     """Whether the run has ended: answered, refused or failed."""
     return run.status in (QueryRun.Status.ANSWERED, QueryRun.Status.REFUSED, QueryRun.Status.FAILED)
+
+
+def evaluation_get(*, evaluation_id) -> Evaluation | None:
+    """The evaluation with this id, or None."""
+    return Evaluation.objects.filter(pk=evaluation_id).first()
+
+
+def evaluation_unfinished_latest() -> Evaluation | None:
+    """The newest evaluation that has not finished (its command stopped or is still going)."""
+    return Evaluation.objects.filter(finished_at__isnull=True).order_by("-created_at").first()
+
+
+def evaluation_settled_runs(*, evaluation: Evaluation) -> list[QueryRun]:
+    """The evaluation's answered and refused runs, oldest first (failed ones are asked again)."""
+    settled = (QueryRun.Status.ANSWERED, QueryRun.Status.REFUSED)
+    return list(evaluation.runs.filter(status__in=settled).order_by("created_at", "pk"))
 
 
 def run_trace_complete(run: QueryRun) -> bool:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 
 from django.conf import settings
@@ -115,13 +115,19 @@ def evaluate(
     k: int,
     full: bool,
     on_result: Callable[[QuestionResult], None] | None = None,
+    settled: Mapping[str, QueryRun] | None = None,
 ) -> list[QuestionResult]:
-    """Measure every item, in order; `on_result` is called after each (progress)."""
+    """Measure every item, in order; `on_result` is called after each (progress).
+
+    An item with a run in `settled` (golden id -> run; `eval_rag --resume`) is not asked again:
+    its answer is read from that run, and its retrieval measured anew (no model is called).
+    """
     retriever = build_retriever(mode=settings.RAG_RETRIEVAL_MODE, embeddings=get_embeddings())
+    settled = settled or {}
     results = []
     for item in items:
-        run, problem = None, ""
-        if full:
+        run, problem = settled.get(item.id), ""
+        if full and run is None:
             try:
                 run = _run(item, evaluation)
             except Exception as exc:  # the run row says failed; the evaluation goes on

@@ -7,10 +7,16 @@ from django.utils import timezone
 from ragapp.models import Evaluation
 
 
-def evaluation_create(*, name: str, golden_path: str, mode: str, settings: dict) -> Evaluation:
-    """Record that an evaluation of `golden_path` starts."""
+def evaluation_create(
+    *, name: str, golden_path: str, mode: str, settings: dict, selection: dict | None = None
+) -> Evaluation:
+    """Record that an evaluation of `golden_path` starts, with the questions it will ask."""
     return Evaluation.objects.create(
-        name=name[:200], golden_path=golden_path[:1024], mode=mode, settings=settings
+        name=name[:200],
+        golden_path=golden_path[:1024],
+        mode=mode,
+        settings=settings,
+        selection=selection or {},
     )
 
 

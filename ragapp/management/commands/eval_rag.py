@@ -15,9 +15,12 @@ from ragapp.evaluation.harness import evaluate, settings_snapshot
 from ragapp.evaluation.html import render_html
 from ragapp.evaluation.machine import describe_machine, machine_line
 from ragapp.evaluation.report import aggregate, compare, fmt, headline
-from ragapp.models import Chunk
-from ragapp.selectors import EmbeddingMismatchError, pending_migrations
+from ragapp.evaluation.resume import ResumeError, resume_plan
+from ragapp.models import Chunk, Evaluation
+from ragapp.selectors import EmbeddingMismatchError, knowledge_base_version, pending_migrations
 from ragapp.services import evaluation_create, evaluation_finish
+
+DEFAULT_K = 5
 
 
 class Command(BaseCommand):
@@ -28,13 +31,18 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("golden", type=Path, help="The golden set, one JSON object per line.")
+        parser.add_argument(
+            "golden",
+            type=Path,
+            nargs="?",
+            help="The golden set, one JSON object per line (not with --resume).",
+        )
         parser.add_argument(
             "--retrieval-only",
             action="store_true",
             help="Only measure retrieval (no chat model; seconds).",
         )
-        parser.add_argument("--k", type=int, default=5, help="k of recall@k (default 5).")
+        parser.add_argument("--k", type=int, help=f"k of recall@k (default {DEFAULT_K}).")
         parser.add_argument("--limit", type=int, help="Only the first N questions.")
         parser.add_argument(
             "--sample",
@@ -56,18 +64,27 @@ class Command(BaseCommand):
             type=float,
             help="Exit with status 1 when recall@k is below this (for CI).",
         )
+        parser.add_argument(
+            "--resume",
+            metavar="ID",
+            help="Finish the evaluation ID (or 'last', the newest unfinished one) that stopped: "
+            "ask only its questions without an answered or refused run, with the same "
+            "settings and knowledge base.",
+        )
 
     def handle(self, *args, golden, retrieval_only, k, limit, sample, name, output, **options):
-        if k < 1 or any(n is not None and n < 1 for n in (limit, sample)):
+        if any(n is not None and n < 1 for n in (k, limit, sample)):
             raise CommandError("--k, --limit and --sample must be at least 1.")
         baseline = self._baseline(options["compare"])
-        try:
-            items = load_golden(golden)
-        except GoldenFileError as exc:
-            raise CommandError(str(exc)) from None
-        items = items[:limit] if limit else items
-        if sample:
-            items = sample_items(items, sample)
+        resume = options["resume"]
+        if resume and (golden or retrieval_only or k or limit or sample or name):
+            raise CommandError(
+                "--resume takes the golden set, the mode, --k, --limit, --sample and --name from "
+                "the evaluation it finishes: give none of them."
+            )
+        if not resume and golden is None:
+            raise CommandError("Name a golden set (JSONL), or --resume an evaluation.")
+        items = None if resume else self._items(golden, limit, sample)
         if pending := pending_migrations():
             raise CommandError(
                 f"The database is missing {len(pending)} migration(s) ({', '.join(pending)}): "
@@ -78,11 +95,27 @@ class Command(BaseCommand):
                 "The knowledge base is empty: ingest the corpus of this golden set first "
                 "(`uv run python manage.py ingest_docs PATH`)."
             )
-        name = name or golden.stem
-        mode = "retrieval" if retrieval_only else "full"
-        evaluation = evaluation_create(
-            name=name, golden_path=str(golden), mode=mode, settings=settings_snapshot()
-        )
+        settled = {}
+        if resume:
+            try:
+                plan = resume_plan(
+                    resume, settings_now=settings_snapshot(), kb_version=knowledge_base_version()
+                )
+            except ResumeError as exc:
+                raise CommandError(str(exc)) from None
+            evaluation, items, settled, k = plan.evaluation, plan.items, plan.settled, plan.k
+            name, golden = evaluation.name, Path(evaluation.golden_path)
+            retrieval_only = evaluation.mode == Evaluation.Mode.RETRIEVAL
+        else:
+            k, name = k or DEFAULT_K, name or golden.stem
+            evaluation = evaluation_create(
+                name=name,
+                golden_path=str(golden),
+                mode="retrieval" if retrieval_only else "full",
+                settings=settings_snapshot(),
+                selection={"k": k, "ids": [item.id for item in items]},
+            )
+        self.stdout.write(self._opening(evaluation, len(items), len(settled)))
         bar = tqdm(
             total=len(items),
             desc=name,
@@ -91,9 +124,10 @@ class Command(BaseCommand):
             disable=not self.stderr.isatty() or options["verbosity"] == 0,
             dynamic_ncols=True,
         )
-        recalled = []
+        recalled, measured = [], []
 
         def progress(result):
+            measured.append(result.id)  # a disabled bar counts nothing
             if result.answerable:
                 recalled.append(result.recall_at_k)
             bar.update(1)
@@ -104,10 +138,20 @@ class Command(BaseCommand):
 
         try:
             results = evaluate(
-                items, evaluation=evaluation, k=k, full=not retrieval_only, on_result=progress
+                items,
+                evaluation=evaluation,
+                k=k,
+                full=not retrieval_only,
+                on_result=progress,
+                settled=settled,
             )
         except EmbeddingMismatchError as exc:
             raise CommandError(str(exc)) from None
+        except KeyboardInterrupt:
+            raise CommandError(
+                f"Stopped after {len(measured)} of {len(items)} questions. "
+                f"Finish it with `uv run python manage.py eval_rag --resume {evaluation.pk}`."
+            ) from None
         finally:
             bar.close()
         meta = {
@@ -118,6 +162,8 @@ class Command(BaseCommand):
             "settings": settings_snapshot(),
             "machine": describe_machine(),  # latencies mean little without it
         }
+        if settled:  # its runs' latencies come from two sittings, perhaps two loads
+            meta["resumed_with"] = len(settled)
         report = aggregate(results, k=k, full=not retrieval_only, meta=meta)
         evaluation_finish(evaluation=evaluation, questions=len(results), report=report)
         folder = output or (
@@ -131,6 +177,26 @@ class Command(BaseCommand):
         self._print(report, baseline)
         self.stdout.write(f"\nReport: {folder / 'report.json'}\n        {folder / 'report.html'}")
         self._check_floor(report, k, options["min_recall"])
+
+    def _items(self, golden: Path, limit: int | None, sample: int | None) -> list:
+        try:
+            items = load_golden(golden)
+        except GoldenFileError as exc:
+            raise CommandError(str(exc)) from None
+        items = items[:limit] if limit else items
+        return sample_items(items, sample) if sample else items
+
+    def _opening(self, evaluation: Evaluation, questions: int, settled: int) -> str:
+        """The first line: the evaluation's id, which --resume needs if this process stops."""
+        if settled:
+            return (
+                f"Resuming evaluation {evaluation.pk} ({evaluation.name}): {settled} of "
+                f"{questions} questions already answered or refused, {questions - settled} to ask."
+            )
+        return (
+            f"Evaluation {evaluation.pk} ({evaluation.name}): {questions} questions. If it "
+            f"stops, `eval_rag --resume {evaluation.pk}` finishes it."
+        )
 
     def _baseline(self, path: Path | None) -> dict | None:
         if path is None:

@@ -5,9 +5,11 @@ from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db.models import F
 
 from ragapp.evaluation.machine import describe_machine, machine_line
-from ragapp.models import Evaluation, QueryRun
+from ragapp.models import EmbeddingIndex, Evaluation, QueryRun
+from ragapp.selectors import knowledge_base_version
 
 pytestmark = pytest.mark.django_db
 
@@ -247,3 +249,113 @@ def test_retrieval_is_measured_on_the_search_the_graph_made(
     assert alone["items"][0]["ranked_sources"][0] != "docs/beta.md"
     assert alone["retrieval"]["recall_at_1"] == 0.0
     assert full["settings"]["RAG_HYDE"] is True
+
+
+def _stop_at(monkeypatch, word: str) -> list[str]:
+    """Make the run whose question holds `word` stop the command as Ctrl-C does; return the
+    questions that reached the graph."""
+    from ragapp.evaluation import harness
+    from ragapp.runs.runner import execute_run as real
+
+    asked = []
+
+    def execute(run, **kwargs):
+        asked.append(run.query)
+        if word and word in run.query:
+            raise KeyboardInterrupt
+        return real(run, **kwargs)
+
+    monkeypatch.setattr(harness, "execute_run", execute)
+    return asked
+
+
+def test_a_stopped_evaluation_resumes_with_only_its_unsettled_questions(
+    golden, tmp_path, knowledge_base, fake_chat, monkeypatch
+):
+    _stop_at(monkeypatch, "alpha")
+    with pytest.raises(CommandError, match=r"Stopped after 1 of 3 questions") as stopped:
+        run(golden, "--name", "nightly", "--output", tmp_path / "never")
+    evaluation = Evaluation.objects.get(name="nightly")
+    assert f"eval_rag --resume {evaluation.pk}" in str(stopped.value)
+    assert evaluation.finished_at is None and not (tmp_path / "never").exists()
+    assert evaluation.selection == {"k": 5, "ids": ["beta-port", "alpha-config", "saml"]}
+
+    asked = _stop_at(monkeypatch, "")
+    output = run("--resume", evaluation.pk, "--output", tmp_path / "out")
+
+    # The answered beta question is read back from its run, not asked again.
+    assert asked == [GOLDEN[1]["question"], GOLDEN[2]["question"]]
+    assert output.startswith(f"Resuming evaluation {evaluation.pk} (nightly): 1 of 3 questions")
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert [item["id"] for item in report["items"]] == ["beta-port", "alpha-config", "saml"]
+    items = {item["id"]: item for item in report["items"]}
+    assert items["beta-port"]["status"] == "answered" and items["beta-port"]["facts_ok"]
+    assert items["alpha-config"]["status"] == "answered"
+    assert items["saml"]["status"] == "refused"
+    assert report["resumed_with"] == 1 and report["name"] == "nightly"
+    evaluation.refresh_from_db()
+    assert evaluation.finished_at is not None and evaluation.questions == 3
+    with pytest.raises(CommandError, match=r"\(nightly\) finished at .*nothing to resume"):
+        run("--resume", evaluation.pk)
+
+
+def test_resume_last_keeps_the_sample_and_k_of_the_first_start(
+    golden, tmp_path, knowledge_base, fake_chat, monkeypatch
+):
+    _stop_at(monkeypatch, "SAML")
+    with pytest.raises(CommandError, match=r"Stopped after 1 of 2 questions"):
+        run(golden, "--sample", "2", "--k", "1")
+    asked = _stop_at(monkeypatch, "")
+    run("--resume", "last", "--output", tmp_path / "out")
+
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert asked == [GOLDEN[2]["question"]]
+    assert [item["id"] for item in report["items"]] == ["beta-port", "saml"]
+    assert report["k"] == 1 and "recall_at_1" in report["retrieval"]
+    with pytest.raises(CommandError, match="No unfinished evaluation to resume"):
+        run("--resume", "last")
+
+
+def test_resume_refuses_other_settings_another_knowledge_base_and_bad_references(
+    golden, tmp_path, knowledge_base, fake_chat, settings, monkeypatch
+):
+    _stop_at(monkeypatch, "alpha")
+    with pytest.raises(CommandError, match="Stopped after 1 of 3"):
+        run(golden)
+    evaluation = Evaluation.objects.get()
+    _stop_at(monkeypatch, "")
+
+    settings.RAG_TOP_K = 3
+    with pytest.raises(CommandError, match=r"other settings.*RAG_TOP_K is 3 now, 2 then"):
+        run("--resume", evaluation.pk)
+    settings.RAG_TOP_K = 2
+
+    before = knowledge_base_version()
+    EmbeddingIndex.objects.update(version=F("version") + 1)  # an ingest since
+    changed = rf"knowledge base changed .*\(version {before} then, {before + 1} now"
+    with pytest.raises(CommandError, match=changed):
+        run("--resume", evaluation.pk)
+    EmbeddingIndex.objects.update(version=F("version") - 1)
+
+    with pytest.raises(CommandError, match="give none of them"):
+        run(golden, "--resume", evaluation.pk)
+    with pytest.raises(CommandError, match="give none of them"):
+        run("--resume", evaluation.pk, "--sample", "2")
+    with pytest.raises(CommandError, match="Name a golden set"):
+        run()
+    with pytest.raises(CommandError, match="'nightly' is not an evaluation id"):
+        run("--resume", "nightly")
+    with pytest.raises(CommandError, match="No evaluation 00000000-"):
+        run("--resume", "00000000-0000-0000-0000-000000000000")
+
+    golden.write_text(json.dumps(GOLDEN[0]) + "\n")  # the file lost two of its questions
+    with pytest.raises(CommandError, match=r"no longer holds 2 of its questions \(alpha-config"):
+        run("--resume", evaluation.pk)
+
+
+def test_an_evaluation_from_before_resuming_existed_says_so(golden, knowledge_base):
+    from ragapp.services import evaluation_create
+
+    old = evaluation_create(name="old", golden_path=str(golden), mode="full", settings={})
+    with pytest.raises(CommandError, match=r"does not record its questions .* start it again"):
+        run("--resume", old.pk)
