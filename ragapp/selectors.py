@@ -243,10 +243,15 @@ def evaluation_unfinished_latest() -> Evaluation | None:
     return Evaluation.objects.filter(finished_at__isnull=True).order_by("-created_at").first()
 
 
-def evaluation_settled_runs(*, evaluation: Evaluation) -> list[QueryRun]:
-    """The evaluation's answered and refused runs, oldest first (failed ones are asked again)."""
-    settled = (QueryRun.Status.ANSWERED, QueryRun.Status.REFUSED)
-    return list(evaluation.runs.filter(status__in=settled).order_by("created_at", "pk"))
+def evaluation_finished_runs(*, evaluation: Evaluation) -> list[QueryRun]:
+    """The evaluation's answered, refused and failed runs, oldest first."""
+    finished = (QueryRun.Status.ANSWERED, QueryRun.Status.REFUSED, QueryRun.Status.FAILED)
+    return list(evaluation.runs.filter(status__in=finished).order_by("created_at", "pk"))
+
+
+def evaluation_live_runs(*, evaluation: Evaluation, since) -> list[QueryRun]:
+    """The evaluation's running runs whose process beat at or after `since`: still going."""
+    return list(evaluation.runs.filter(status=QueryRun.Status.RUNNING, heartbeat_at__gte=since))
 
 
 def run_trace_complete(run: QueryRun) -> bool:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
+from contextlib import suppress
 from dataclasses import asdict, dataclass, field
 
 from django.conf import settings
@@ -31,9 +32,11 @@ from ragapp.models import Evaluation, QueryRun
 from ragapp.providers import get_embeddings
 from ragapp.retrieval.retrievers import CANDIDATE_FACTOR, build_retriever
 from ragapp.runs.runner import execute_run
-from ragapp.services import run_create
+from ragapp.services import IllegalTransition, run_abort, run_create
 
 MRR_DEPTH = 10
+# How the reason of a run stopped with its evaluation begins.
+INTERRUPTED = "The evaluation was stopped while this question ran"
 logger = logging.getLogger(__name__)
 
 
@@ -175,7 +178,13 @@ def _retrieval(item: GoldenItem, retriever, k: int, passage: str = "") -> Questi
 
 def _run(item: GoldenItem, evaluation: Evaluation | None) -> QueryRun:
     run = run_create(query=item.question, evaluation=evaluation)
-    execute_run(run)
+    try:
+        execute_run(run)
+    except KeyboardInterrupt:
+        # Ctrl-C is not the product failing: say so in the run, which `--resume` asks again.
+        with suppress(IllegalTransition):  # it had finished
+            run_abort(run=run, error=f"{INTERRUPTED} (Ctrl-C); `eval_rag --resume` asks it again.")
+        raise
     run.refresh_from_db()
     return run
 

@@ -2,7 +2,8 @@
 
 A whole golden set takes over an hour on a small CPU (docs/evaluation.md, "Running it"), and a
 crash, a closed terminal or a machine taken back must not lose the answers already measured.
-`eval_rag --resume` asks again only the questions that have no answered or refused run, and it
+`eval_rag --resume` reads back every question's finished run and asks again only the questions
+without one, or whose run was cut off by the stop itself (Ctrl-C, or a process that died). It
 refuses to mix in answers measured under other settings or over another knowledge base: such a
 report would describe no configuration at all.
 """
@@ -12,12 +13,25 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.utils import timezone
 
 from ragapp.evaluation.golden import GoldenFileError, GoldenItem, load_golden
+from ragapp.evaluation.harness import INTERRUPTED
 from ragapp.models import Evaluation, QueryRun
-from ragapp.selectors import evaluation_get, evaluation_settled_runs, evaluation_unfinished_latest
+from ragapp.selectors import (
+    evaluation_finished_runs,
+    evaluation_get,
+    evaluation_live_runs,
+    evaluation_unfinished_latest,
+)
+from ragapp.services.runs import LOST_PROCESS
 
 LATEST = "last"
+# A failed run whose reason begins so was cut off by the stop, not failed by the product.
+CUT_OFF = (INTERRUPTED, LOST_PROCESS)
 
 
 class ResumeError(ValueError):
@@ -30,7 +44,7 @@ class Resumption:
 
     evaluation: Evaluation
     items: list[GoldenItem]
-    settled: dict[str, QueryRun]  # golden id -> its answered or refused run
+    settled: dict[str, QueryRun]  # golden id -> its finished run, read back
     k: int
 
 
@@ -49,6 +63,13 @@ def resume_plan(ref: str, *, settings_now: dict, kb_version: int) -> Resumption:
             f"{label} does not record its questions (it was started before evaluations could be "
             "resumed): start it again."
         )
+    since = timezone.now() - timedelta(seconds=settings.RAG_RUN_STALE_SECONDS)
+    if live := evaluation_live_runs(evaluation=evaluation, since=since):
+        raise ResumeError(
+            f"{label} is still going: its run {live[0].pk} beat within the last "
+            f"{settings.RAG_RUN_STALE_SECONDS:.0f} s (RAG_RUN_STALE_SECONDS). Let it finish, or "
+            "stop it and resume after that long."
+        )
     if changed := _differences(evaluation.settings, settings_now):
         raise ResumeError(
             f"{label} was measured with other settings, so its answers would not compare: "
@@ -64,7 +85,7 @@ def resume_plan(ref: str, *, settings_now: dict, kb_version: int) -> Resumption:
             f"{label}: {evaluation.golden_path} no longer holds {len(missing)} of its questions "
             f"({', '.join(missing[:5])}{', ...' if len(missing) > 5 else ''}): start a new one."
         )
-    runs = evaluation_settled_runs(evaluation=evaluation)
+    runs = [run for run in evaluation_finished_runs(evaluation=evaluation) if not _cut_off(run)]
     if others := sorted({run.kb_version for run in runs} - {kb_version}, key=str):
         raise ResumeError(
             f"{label}: the knowledge base changed since its first questions were asked (version "
@@ -92,18 +113,25 @@ def _find(ref: str) -> Evaluation:
     return evaluation
 
 
+def _cut_off(run: QueryRun) -> bool:
+    return run.status == QueryRun.Status.FAILED and run.error.startswith(CUT_OFF)
+
+
 def _differences(then: dict, now: dict) -> list[str]:
-    """Each setting whose value now is not the recorded one, as "NAME is X now, Y then"."""
+    """Each recorded setting whose value now differs, as "NAME is X now, Y then".
+
+    Only the recorded ones: a setting added to the snapshot since was not measured then.
+    """
     now = json.loads(json.dumps(now, default=str))  # as the record stored them
     return [
-        f"{name} is {now.get(name)!r} now, {then.get(name)!r} then"
-        for name in sorted(set(then) | set(now))
-        if then.get(name) != now.get(name)
+        f"{name} is {now.get(name)!r} now, {then[name]!r} then"
+        for name in sorted(then)
+        if then[name] != now.get(name)
     ]
 
 
 def _match(items: list[GoldenItem], runs: list[QueryRun]) -> dict[str, QueryRun]:
-    """Each item's settled run: the oldest unclaimed one asking its question word for word.
+    """Each item's finished run: the oldest unclaimed one asking its question word for word.
 
     A question whose wording changed in the golden file since has no run, and is asked again.
     """

@@ -29,6 +29,11 @@ LEGAL_TRANSITIONS: dict[str, frozenset[str]] = {
 }
 
 
+# How the sweeper's reason for a run whose process died begins (`eval_rag --resume` asks such a
+# run's question again: the death was not the product's answer).
+LOST_PROCESS = "The process executing this run stopped"
+
+
 class IllegalTransition(Exception):
     """A status change the run's lifecycle does not allow."""
 
@@ -250,7 +255,7 @@ def runs_fail_lost(*, publish=None) -> list[QueryRun]:
         elif run.status == Status.RUNNING:
             seen = run.heartbeat_at or run.started_at
             error = (
-                "The process executing this run stopped (no heartbeat for "
+                f"{LOST_PROCESS} (no heartbeat for "
                 f"{(now - seen).total_seconds():.0f} s): it was killed or crashed."
             )
         else:

@@ -15,10 +15,10 @@ from ragapp.evaluation.harness import evaluate, settings_snapshot
 from ragapp.evaluation.html import render_html
 from ragapp.evaluation.machine import describe_machine, machine_line
 from ragapp.evaluation.report import aggregate, compare, fmt, headline
-from ragapp.evaluation.resume import ResumeError, resume_plan
+from ragapp.evaluation.resume import ResumeError, Resumption, resume_plan
 from ragapp.models import Chunk, Evaluation
 from ragapp.selectors import EmbeddingMismatchError, knowledge_base_version, pending_migrations
-from ragapp.services import evaluation_create, evaluation_finish
+from ragapp.services import evaluation_create, evaluation_finish, runs_fail_lost
 
 DEFAULT_K = 5
 
@@ -68,7 +68,7 @@ class Command(BaseCommand):
             "--resume",
             metavar="ID",
             help="Finish the evaluation ID (or 'last', the newest unfinished one) that stopped: "
-            "ask only its questions without an answered or refused run, with the same "
+            "read back its finished runs and ask only the questions without one, with the same "
             "settings and knowledge base.",
         )
 
@@ -95,33 +95,82 @@ class Command(BaseCommand):
                 "The knowledge base is empty: ingest the corpus of this golden set first "
                 "(`uv run python manage.py ingest_docs PATH`)."
             )
-        settled = {}
         if resume:
-            try:
-                plan = resume_plan(
-                    resume, settings_now=settings_snapshot(), kb_version=knowledge_base_version()
-                )
-            except ResumeError as exc:
-                raise CommandError(str(exc)) from None
-            evaluation, items, settled, k = plan.evaluation, plan.items, plan.settled, plan.k
-            name, golden = evaluation.name, Path(evaluation.golden_path)
-            retrieval_only = evaluation.mode == Evaluation.Mode.RETRIEVAL
+            plan = self._resumed(resume)
         else:
-            k, name = k or DEFAULT_K, name or golden.stem
-            evaluation = evaluation_create(
-                name=name,
-                golden_path=str(golden),
-                mode="retrieval" if retrieval_only else "full",
-                settings=settings_snapshot(),
-                selection={"k": k, "ids": [item.id for item in items]},
+            plan = self._started(golden, items, k or DEFAULT_K, name, retrieval_only)
+        evaluation, items, k = plan.evaluation, plan.items, plan.k
+        name, full = evaluation.name, evaluation.mode == Evaluation.Mode.FULL
+        # Made before the first question: a folder that cannot be written must not cost an hour
+        # of answers and leave the evaluation finished without its report.
+        folder = output or (
+            Path(settings.RAG_DATA_DIR)
+            / "evaluations"
+            / f"{name}-{timezone.now().strftime('%Y%m%d-%H%M%S')}"
+        )
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise CommandError(f"Cannot write the report to {folder}: {exc}") from None
+        self.stdout.write(
+            self._opening(evaluation, len(items), len(plan.settled) if resume else None)
+        )
+        results = self._measure(plan, options["verbosity"])
+        meta = {
+            "name": name,
+            "golden": evaluation.golden_path,
+            "evaluation_id": str(evaluation.pk),
+            "created_at": timezone.now().isoformat(),
+            "settings": settings_snapshot(),
+            "machine": describe_machine(),  # latencies mean little without it
+        }
+        if resume:  # the runs read back ran in an earlier sitting, perhaps on another machine
+            meta["resumed"] = {
+                "questions": len(plan.settled),
+                "machine_then": evaluation.selection.get("machine"),
+            }
+        report = aggregate(results, k=k, full=full, meta=meta)
+        (folder / "report.json").write_text(json.dumps(report, indent=1, default=str))
+        (folder / "report.html").write_text(render_html(report))
+        evaluation_finish(evaluation=evaluation, questions=len(results), report=report)
+        self._print(report, baseline)
+        self.stdout.write(f"\nReport: {folder / 'report.json'}\n        {folder / 'report.html'}")
+        self._check_floor(report, k, options["min_recall"])
+
+    def _started(self, golden: Path, items: list, k: int, name, retrieval_only) -> Resumption:
+        """A new evaluation, recording what --resume needs to finish it."""
+        evaluation = evaluation_create(
+            name=name or golden.stem,
+            golden_path=str(golden.resolve()),  # resumable from another directory
+            mode="retrieval" if retrieval_only else "full",
+            settings=settings_snapshot(),
+            selection={
+                "k": k,
+                "ids": [item.id for item in items],
+                "machine": describe_machine(),
+            },
+        )
+        return Resumption(evaluation=evaluation, items=items, settled={}, k=k)
+
+    def _resumed(self, ref: str) -> Resumption:
+        # A run whose process died stays `running` until some process sweeps it; this one may.
+        runs_fail_lost()
+        try:
+            return resume_plan(
+                ref, settings_now=settings_snapshot(), kb_version=knowledge_base_version()
             )
-        self.stdout.write(self._opening(evaluation, len(items), len(settled)))
+        except ResumeError as exc:
+            raise CommandError(str(exc)) from None
+
+    def _measure(self, plan: Resumption, verbosity: int) -> list:
+        """Every question of `plan`, with a progress bar on a terminal."""
+        evaluation, items, k = plan.evaluation, plan.items, plan.k
         bar = tqdm(
             total=len(items),
-            desc=name,
+            desc=evaluation.name,
             unit="q",
             file=self.stderr._out,
-            disable=not self.stderr.isatty() or options["verbosity"] == 0,
+            disable=not self.stderr.isatty() or verbosity == 0,
             dynamic_ncols=True,
         )
         recalled, measured = [], []
@@ -137,13 +186,13 @@ class Command(BaseCommand):
             bar.set_postfix(postfix)
 
         try:
-            results = evaluate(
+            return evaluate(
                 items,
                 evaluation=evaluation,
                 k=k,
-                full=not retrieval_only,
+                full=evaluation.mode == Evaluation.Mode.FULL,
                 on_result=progress,
-                settled=settled,
+                settled=plan.settled,
             )
         except EmbeddingMismatchError as exc:
             raise CommandError(str(exc)) from None
@@ -154,29 +203,6 @@ class Command(BaseCommand):
             ) from None
         finally:
             bar.close()
-        meta = {
-            "name": name,
-            "golden": str(golden),
-            "evaluation_id": str(evaluation.pk),
-            "created_at": timezone.now().isoformat(),
-            "settings": settings_snapshot(),
-            "machine": describe_machine(),  # latencies mean little without it
-        }
-        if settled:  # its runs' latencies come from two sittings, perhaps two loads
-            meta["resumed_with"] = len(settled)
-        report = aggregate(results, k=k, full=not retrieval_only, meta=meta)
-        evaluation_finish(evaluation=evaluation, questions=len(results), report=report)
-        folder = output or (
-            Path(settings.RAG_DATA_DIR)
-            / "evaluations"
-            / f"{name}-{timezone.now().strftime('%Y%m%d-%H%M%S')}"
-        )
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "report.json").write_text(json.dumps(report, indent=1, default=str))
-        (folder / "report.html").write_text(render_html(report))
-        self._print(report, baseline)
-        self.stdout.write(f"\nReport: {folder / 'report.json'}\n        {folder / 'report.html'}")
-        self._check_floor(report, k, options["min_recall"])
 
     def _items(self, golden: Path, limit: int | None, sample: int | None) -> list:
         try:
@@ -186,12 +212,12 @@ class Command(BaseCommand):
         items = items[:limit] if limit else items
         return sample_items(items, sample) if sample else items
 
-    def _opening(self, evaluation: Evaluation, questions: int, settled: int) -> str:
+    def _opening(self, evaluation: Evaluation, questions: int, settled: int | None) -> str:
         """The first line: the evaluation's id, which --resume needs if this process stops."""
-        if settled:
+        if settled is not None:
             return (
                 f"Resuming evaluation {evaluation.pk} ({evaluation.name}): {settled} of "
-                f"{questions} questions already answered or refused, {questions - settled} to ask."
+                f"{questions} questions read back from their runs, {questions - settled} to ask."
             )
         return (
             f"Evaluation {evaluation.pk} ({evaluation.name}): {questions} questions. If it "

@@ -1,11 +1,13 @@
 """`manage.py eval_rag` end to end: the real graph with the fake models, reports, CI floor."""
 
 import json
+from datetime import timedelta
 from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
 from django.db.models import F
+from django.utils import timezone
 
 from ragapp.evaluation.machine import describe_machine, machine_line
 from ragapp.models import EmbeddingIndex, Evaluation, QueryRun
@@ -277,22 +279,32 @@ def test_a_stopped_evaluation_resumes_with_only_its_unsettled_questions(
         run(golden, "--name", "nightly", "--output", tmp_path / "never")
     evaluation = Evaluation.objects.get(name="nightly")
     assert f"eval_rag --resume {evaluation.pk}" in str(stopped.value)
-    assert evaluation.finished_at is None and not (tmp_path / "never").exists()
-    assert evaluation.selection == {"k": 5, "ids": ["beta-port", "alpha-config", "saml"]}
+    assert evaluation.finished_at is None and not list((tmp_path / "never").iterdir())
+    assert evaluation.selection == {
+        "k": 5,
+        "ids": ["beta-port", "alpha-config", "saml"],
+        "machine": describe_machine(),
+    }
+    assert evaluation.golden_path == str(golden.resolve())
+    cut = evaluation.runs.get(query=GOLDEN[1]["question"])
+    assert cut.status == "failed" and cut.error.startswith("The evaluation was stopped while")
 
     asked = _stop_at(monkeypatch, "")
     output = run("--resume", evaluation.pk, "--output", tmp_path / "out")
 
     # The answered beta question is read back from its run, not asked again.
     assert asked == [GOLDEN[1]["question"], GOLDEN[2]["question"]]
-    assert output.startswith(f"Resuming evaluation {evaluation.pk} (nightly): 1 of 3 questions")
+    assert output.startswith(
+        f"Resuming evaluation {evaluation.pk} (nightly): 1 of 3 questions read back"
+    )
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert [item["id"] for item in report["items"]] == ["beta-port", "alpha-config", "saml"]
     items = {item["id"]: item for item in report["items"]}
     assert items["beta-port"]["status"] == "answered" and items["beta-port"]["facts_ok"]
     assert items["alpha-config"]["status"] == "answered"
     assert items["saml"]["status"] == "refused"
-    assert report["resumed_with"] == 1 and report["name"] == "nightly"
+    assert report["resumed"] == {"questions": 1, "machine_then": describe_machine()}
+    assert report["name"] == "nightly" and report["golden"] == str(golden.resolve())
     evaluation.refresh_from_db()
     assert evaluation.finished_at is not None and evaluation.questions == 3
     with pytest.raises(CommandError, match=r"\(nightly\) finished at .*nothing to resume"):
@@ -359,3 +371,57 @@ def test_an_evaluation_from_before_resuming_existed_says_so(golden, knowledge_ba
     old = evaluation_create(name="old", golden_path=str(golden), mode="full", settings={})
     with pytest.raises(CommandError, match=r"does not record its questions .* start it again"):
         run("--resume", old.pk)
+
+
+def test_resume_reads_back_the_products_failures_and_asks_again_what_the_stop_cut_off(
+    golden, tmp_path, knowledge_base, fake_chat, monkeypatch
+):
+    from ragapp.providers import fake_chat as fake_module
+
+    def generate(question, docs):
+        if "alpha" in question:
+            raise RuntimeError("the model server went away")
+        return fake_module._default_generate(question, docs)
+
+    scripted = fake_module.FakeScript(generate=generate)
+    monkeypatch.setattr(
+        fake_module, "fake_chat_model", lambda name: fake_module.FakeChatModel(script=scripted)
+    )
+    _stop_at(monkeypatch, "SAML")
+    with pytest.raises(CommandError, match="Stopped after 2 of 3"):
+        run(golden)
+    evaluation = Evaluation.objects.get()
+    alpha = evaluation.runs.get(query=GOLDEN[1]["question"])
+    assert alpha.status == "failed" and "went away" in alpha.error
+    # The process dies (kill -9) while the SAML question runs: its run stays `running`.
+    saml = evaluation.runs.filter(query=GOLDEN[2]["question"])
+    saml.update(status="running", error="", heartbeat_at=timezone.now())
+    with pytest.raises(CommandError, match=r"is still going: its run .*\(RAG_RUN_STALE_SECONDS\)"):
+        run("--resume", "last")
+    saml.update(heartbeat_at=timezone.now() - timedelta(hours=1))
+
+    asked = _stop_at(monkeypatch, "")
+    run("--resume", "last", "--output", tmp_path / "out")
+
+    # The product's failure is its answer and stands; the killed run's question is asked again.
+    assert asked == [GOLDEN[2]["question"]]
+    assert [run.error[:38] for run in saml.order_by("created_at")] == [
+        "The process executing this run stopped",
+        "",
+    ]
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    items = {item["id"]: item for item in report["items"]}
+    assert items["alpha-config"]["status"] == "failed"
+    assert "went away" in items["alpha-config"]["error"]
+    assert items["saml"]["status"] == "refused"
+    assert report["resumed"]["questions"] == 2
+
+
+def test_a_report_folder_that_cannot_be_written_stops_before_any_question(
+    golden, tmp_path, knowledge_base, fake_chat, monkeypatch
+):
+    asked = _stop_at(monkeypatch, "")
+    (tmp_path / "file").write_text("")
+    with pytest.raises(CommandError, match="Cannot write the report to"):
+        run(golden, "--output", tmp_path / "file" / "out")
+    assert asked == []
