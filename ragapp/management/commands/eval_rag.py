@@ -95,14 +95,10 @@ class Command(BaseCommand):
                 "The knowledge base is empty: ingest the corpus of this golden set first "
                 "(`uv run python manage.py ingest_docs PATH`)."
             )
-        if resume:
-            plan = self._resumed(resume)
-        else:
-            plan = self._started(golden, items, k or DEFAULT_K, name, retrieval_only)
-        evaluation, items, k = plan.evaluation, plan.items, plan.k
-        name, full = evaluation.name, evaluation.mode == Evaluation.Mode.FULL
-        # Made before the first question: a folder that cannot be written must not cost an hour
-        # of answers and leave the evaluation finished without its report.
+        plan = self._resumed(resume) if resume else None
+        name = plan.evaluation.name if plan else name or golden.stem
+        # Made before the first question, and before a new evaluation is recorded: a folder that
+        # cannot be written must not cost an hour of answers, nor leave an evaluation behind.
         folder = output or (
             Path(settings.RAG_DATA_DIR)
             / "evaluations"
@@ -112,6 +108,10 @@ class Command(BaseCommand):
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise CommandError(f"Cannot write the report to {folder}: {exc}") from None
+        if plan is None:
+            plan = self._started(golden, items, k or DEFAULT_K, name, retrieval_only)
+        evaluation, items, k = plan.evaluation, plan.items, plan.k
+        full = evaluation.mode == Evaluation.Mode.FULL
         self.stdout.write(
             self._opening(evaluation, len(items), len(plan.settled) if resume else None)
         )
@@ -137,10 +137,10 @@ class Command(BaseCommand):
         self.stdout.write(f"\nReport: {folder / 'report.json'}\n        {folder / 'report.html'}")
         self._check_floor(report, k, options["min_recall"])
 
-    def _started(self, golden: Path, items: list, k: int, name, retrieval_only) -> Resumption:
+    def _started(self, golden: Path, items: list, k: int, name: str, retrieval_only) -> Resumption:
         """A new evaluation, recording what --resume needs to finish it."""
         evaluation = evaluation_create(
-            name=name or golden.stem,
+            name=name,
             golden_path=str(golden.resolve()),  # resumable from another directory
             mode="retrieval" if retrieval_only else "full",
             settings=settings_snapshot(),

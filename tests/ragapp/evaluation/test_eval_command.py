@@ -424,4 +424,4 @@ def test_a_report_folder_that_cannot_be_written_stops_before_any_question(
     (tmp_path / "file").write_text("")
     with pytest.raises(CommandError, match="Cannot write the report to"):
         run(golden, "--output", tmp_path / "file" / "out")
-    assert asked == []
+    assert asked == [] and not Evaluation.objects.exists()
