@@ -289,12 +289,12 @@ def test_the_local_model_searches_once_and_capable_models_broaden_as_the_seed_do
         fresh_settings(tmp_path, RAG_MAX_RETRIEVALS="0")
 
 
-def test_the_yes_no_judge_has_its_own_relevance_threshold_and_a_stated_score_the_seeds(tmp_path):
+def test_a_yes_no_verdict_has_its_own_relevance_threshold_and_a_stated_score_the_seeds(tmp_path):
     def threshold(**env) -> float:
         return fresh_settings(tmp_path, **env)["RAG_RELEVANCE_THRESHOLD"]
 
     # A P(yes) over the shared documents block is on another scale than a score the judge
-    # states (docs/evaluation.md, "Measured and not adopted: relevance threshold 0.25").
+    # states (config/settings.py; 0.25 measured and not adopted: docs/evaluation.md).
     assert threshold(RAG_CHAT_PROVIDER="local") == 0.35
     assert threshold(RAG_CHAT_PROVIDER="openai") == 0.75
     assert threshold(RAG_CHAT_PROVIDER="openai", RAG_RELEVANCE_JUDGE="logprobs") == 0.35
