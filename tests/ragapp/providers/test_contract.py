@@ -303,6 +303,18 @@ def test_a_yes_no_verdict_has_its_own_relevance_threshold_and_a_stated_score_the
         fresh_settings(tmp_path, RAG_RELEVANCE_THRESHOLD="1.5")
 
 
+def test_each_answer_check_has_its_own_threshold_and_a_stated_score_the_seeds(tmp_path):
+    def threshold(**env) -> float:
+        return fresh_settings(tmp_path, **env)["RAG_ANSWER_CONFIDENCE_THRESHOLD"]
+
+    # The local default is the claims check, whose score is the weakest sentence's P(yes)
+    # (0.30 measured end to end and not adopted: docs/evaluation.md).
+    assert threshold(RAG_CHAT_PROVIDER="local") == 0.35
+    assert threshold(RAG_CHAT_PROVIDER="openai") == 0.80
+    assert threshold(RAG_CHAT_PROVIDER="local", RAG_FAITHFULNESS_JUDGE="lexical") == 0.6
+    assert threshold(RAG_CHAT_PROVIDER="local", RAG_ANSWER_CONFIDENCE_THRESHOLD="0.5") == 0.5
+
+
 def test_the_local_model_searches_with_a_written_passage_and_capable_models_as_the_seed(tmp_path):
     def hyde(provider: str, **env) -> bool:
         return fresh_settings(tmp_path, RAG_CHAT_PROVIDER=provider, **env)["RAG_HYDE"]
