@@ -44,7 +44,10 @@ def sign_in(page, server: str) -> None:
     page.goto(f"{server}/")
     page.fill("#id_username", "alice")
     page.fill("#id_password", "pw-alice-123")
-    page.click("button[type=submit]")
+    # Wait for the Ask page's load event, not only its form: the form is in the DOM before the
+    # script at the end of the page runs, and a shortcut pressed in between reaches no listener.
+    with page.expect_navigation(wait_until="load"):
+        page.click("button[type=submit]")
 
 
 def ask_on_a_desktop(browser, server: str, question: str):
