@@ -19,6 +19,12 @@ Three more signals on request (`--signals`):
   after the sentence before it (`claims_in_context`); recorded with `docs`, which its rule falls
   back on for the other sentences.
 
+- `point`: asked over the same shared prefix which document states the claim, answered with
+  the document's number or 0 for none (`point_messages`); the signal is 1 - P(0) among the
+  digits' probabilities. A small model may point at where a claim is stated better than it
+  says "yes" to it: the yes/no verdicts of the product's check sit between 0.26 and 0.50 for
+  right and wrong claims alike.
+
 A claim the model believes whatever the documents say has a high prior; one the documents
 support gains from reading them. The difference is the "context-aware" signal of contrastive
 decoding work. The records go to a JSON-lines file; `--analyse` reads one back and prints, per
@@ -29,6 +35,8 @@ tuning origins only.
     uv run python bench/claim_signals.py --out bench/out/claim_signals.jsonl   # ~30 minutes
     uv run python bench/claim_signals.py --signals docs focus cited --out bench/out/focus.jsonl
     uv run python bench/claim_signals.py --signals docs context --out bench/out/context.jsonl
+    uv run python bench/claim_signals.py --signals docs point --per-origin 3 \\
+        --out bench/out/point.jsonl
     uv run python bench/claim_signals.py --analyse bench/out/claim_signals.jsonl
 """
 
@@ -101,6 +109,49 @@ def focus_messages(passage: str, claim: str):
     ]
 
 
+POINT_TASK = (
+    "Which document above states this claim? Answer with one digit: the document's number, "
+    "or 0 if none of them states it."
+)
+
+
+def point_messages(question: str, docs, claim: str):
+    """The shared documents prefix, then: which document states `claim` (0 for none)?"""
+    from ragapp.graph import prompts
+
+    return prompts._shared(question, docs, f"Claim: {prompts.defuse(claim)}\n\n{POINT_TASK}")
+
+
+def point_probability(model, messages, documents: int, *, usage) -> float | None:
+    """1 - P(0) among the digits 0..`documents` of the first reply token; None without digits."""
+    import math
+
+    from ragapp.graph.judges import model_name
+
+    message = model.bind(logprobs=True, top_logprobs=10, max_tokens=1).invoke(messages)
+    usage.add(model_name(model), message)
+    content = (message.response_metadata.get("logprobs") or {}).get("content") or []
+    digits = {str(n): 0.0 for n in range(documents + 1)}
+    for candidate in content[0].get("top_logprobs", []) if content else []:
+        token = candidate["token"].strip()
+        if token in digits:
+            digits[token] += math.exp(candidate["logprob"])
+    total = sum(digits.values())
+    return None if total < 1e-6 else 1 - digits["0"] / total
+
+
+def per_origin(items: list[dict], n: int) -> list[dict]:
+    """The first `n` items of each label of each origin, in set order: a small balanced sample."""
+    taken: dict = {}
+    chosen = []
+    for item in items:
+        key = (item.get("origin", "hand-written, docs/"), item["faithful"])
+        if taken.get(key, 0) < n:
+            taken[key] = taken.get(key, 0) + 1
+            chosen.append(item)
+    return chosen
+
+
 # A sentence that opens by pointing back ("Its default is 100.", "This command deletes them.")
 # states nothing a judge can check on its own: the judge would have to guess what "it" is.
 _POINTS_BACK = re.compile(
@@ -135,7 +186,7 @@ def cited_claims(answer: str) -> list[tuple[str, list[int]]]:
     return [(claim, sorted(cites)) for claim, cites in found if claim][:MAX_CLAIMS]
 
 
-def record(out: Path, signals: list[str]) -> None:
+def record(out: Path, signals: list[str], sample: int = 0) -> None:
     import os
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
@@ -155,6 +206,8 @@ def record(out: Path, signals: list[str]) -> None:
     embeddings = get_embeddings() if "focus" in signals else None
     items = [json.loads(line) for line in SET.read_text().splitlines() if line.strip()]
     items = [i for i in items if i["kind"] == "faithfulness" and i.get("faithful") is not None]
+    if sample:
+        items = per_origin(items, sample)
     with out.open("w") as sink:
         for index, item in enumerate(items, 1):
             started = time.perf_counter()
@@ -190,6 +243,13 @@ def record(out: Path, signals: list[str]) -> None:
                     signal["p_docs"] = yes_probability(
                         model,
                         prompts.claim_support_messages(item["question"], docs, claim, usable),
+                        usage=Usage(),
+                    )
+                if "point" in signals:
+                    signal["p_point"] = point_probability(
+                        model,
+                        point_messages(item["question"], docs, claim),
+                        len(docs),
                         usage=Usage(),
                     )
                 if "prior" in signals:
@@ -256,6 +316,11 @@ RULES = {
     "min p_context (else p_docs)": lambda cs: min(
         c["p_docs"] if c["p_context"] is None else c["p_context"] for c in cs
     ),
+    # Which document states the claim, 0 for none: the weakest claim's 1 - P(0).
+    "min p_point": lambda cs: min(c["p_point"] for c in cs),
+    "min of the mean of p_docs and p_point": lambda cs: min(
+        (c["p_docs"] + c["p_point"]) / 2 for c in cs
+    ),
 }
 
 
@@ -299,8 +364,24 @@ def analyse(path: Path) -> None:
         hc, hp, hb, hg = figures(held, rule, best)
         print(
             f"{name:<33} {best:9.2f} | {tc:.3f} / {tp:.3f}        | "
-            f"{hc:.3f} / {hp:.3f} ({hb} + {hg})"
+            f"{hc:.3f} / {hp:.3f} ({hb} + {hg}) | AUC tuning {auc(tuning, rule):.3f}"
         )
+
+
+def auc(rows: list[dict], rule) -> float:
+    """How often a faithful answer scores above an unfaithful one (a veto scores lowest)."""
+
+    def score(row):
+        if row["veto"]:
+            return float("-inf")
+        return rule(row["claims"]) if row["claims"] else float("inf")
+
+    good = [score(r) for r in rows if r["faithful"]]
+    bad = [score(r) for r in rows if not r["faithful"]]
+    if not good or not bad:
+        return float("nan")
+    wins = sum((g > b) + 0.5 * (g == b) for g in good for b in bad)
+    return wins / (len(good) * len(bad))
 
 
 def main() -> None:
@@ -310,13 +391,19 @@ def main() -> None:
     parser.add_argument(
         "--signals",
         nargs="+",
-        choices=("docs", "prior", "focus", "cited", "context"),
+        choices=("docs", "prior", "focus", "cited", "context", "point"),
         default=["docs", "prior"],
         help="what to record for each claim (default: docs prior)",
     )
+    parser.add_argument(
+        "--per-origin",
+        type=int,
+        default=0,
+        help="record only the first N answers of each label of each origin (a balanced sample)",
+    )
     args = parser.parse_args()
     if args.out:
-        record(args.out, args.signals)
+        record(args.out, args.signals, args.per_origin)
     if args.analyse:
         analyse(args.analyse)
 
