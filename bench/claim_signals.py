@@ -25,6 +25,13 @@ Three more signals on request (`--signals`):
   says "yes" to it: the yes/no verdicts of the product's check sit between 0.26 and 0.50 for
   right and wrong claims alike.
 
+- `flip`: the same question turned over ("do the documents leave this claim unstated?"), read as
+  1 - P(yes). A small model that leans to "yes" leans the same way on both questions, so their
+  mean cancels the lean (`flip_messages`).
+
+- `nearest`: no model call; the cosine, with the packaged embedder, between the claim and the
+  piece of the documents (`excerpts.units`) nearest to it.
+
 A claim the model believes whatever the documents say has a high prior; one the documents
 support gains from reading them. The difference is the "context-aware" signal of contrastive
 decoding work. The records go to a JSON-lines file; `--analyse` reads one back and prints, per
@@ -122,6 +129,18 @@ def point_messages(question: str, docs, claim: str):
     return prompts._shared(question, docs, f"Claim: {prompts.defuse(claim)}\n\n{POINT_TASK}")
 
 
+def flip_messages(question: str, docs, claim: str):
+    """The shared documents prefix, then the claim check turned over: is the claim unstated?"""
+    from ragapp.graph import prompts
+
+    return prompts._shared(
+        question,
+        docs,
+        f"Claim: {prompts.defuse(claim)}\n\n"
+        "Do the documents above leave this claim unstated? Answer with one word: yes or no.",
+    )
+
+
 def point_probability(model, messages, documents: int, *, usage) -> float | None:
     """1 - P(0) among the digits 0..`documents` of the first reply token; None without digits."""
     import math
@@ -195,7 +214,7 @@ def record(out: Path, signals: list[str], sample: int = 0) -> None:
     django.setup()
     from ragapp.graph import prompts
     from ragapp.graph.context import Usage
-    from ragapp.graph.excerpts import units
+    from ragapp.graph.excerpts import _cosine, units
     from ragapp.graph.grounding import answer_claims
     from ragapp.graph.judges import lexical_verdict, yes_probability
     from ragapp.graph.state import RetrievedDoc
@@ -203,7 +222,7 @@ def record(out: Path, signals: list[str], sample: int = 0) -> None:
     from ragapp.providers.local_llm import local_reader_chat_model
 
     model = local_reader_chat_model("qwen2.5-coder-1.5b")  # the judges' server, as in the product
-    embeddings = get_embeddings() if "focus" in signals else None
+    embeddings = get_embeddings() if {"focus", "nearest"} & set(signals) else None
     items = [json.loads(line) for line in SET.read_text().splitlines() if line.strip()]
     items = [i for i in items if i["kind"] == "faithfulness" and i.get("faithful") is not None]
     if sample:
@@ -251,6 +270,15 @@ def record(out: Path, signals: list[str], sample: int = 0) -> None:
                         point_messages(item["question"], docs, claim),
                         len(docs),
                         usage=Usage(),
+                    )
+                if "nearest" in signals:
+                    claim_vector = embeddings.embed_query(claim)
+                    signal["p_nearest"] = max(
+                        (_cosine(claim_vector, vector) for vector in vectors), default=0.0
+                    )
+                if "flip" in signals:
+                    signal["p_flip"] = 1 - yes_probability(
+                        model, flip_messages(item["question"], docs, claim), usage=Usage()
                     )
                 if "prior" in signals:
                     signal["p_prior"] = yes_probability(
@@ -320,6 +348,16 @@ RULES = {
     "min p_point": lambda cs: min(c["p_point"] for c in cs),
     "min of the mean of p_docs and p_point": lambda cs: min(
         (c["p_docs"] + c["p_point"]) / 2 for c in cs
+    ),
+    # The nearest piece of the documents, by embedding, alone and beside the model's verdict.
+    "min p_nearest": lambda cs: min(c["p_nearest"] for c in cs),
+    "min of the mean of p_docs and p_nearest": lambda cs: min(
+        (c["p_docs"] + c["p_nearest"]) / 2 for c in cs
+    ),
+    # The question turned over: a lean to "yes" cancels in the mean of the two.
+    "min p_flip": lambda cs: min(c["p_flip"] for c in cs),
+    "min of the mean of p_docs and p_flip": lambda cs: min(
+        (c["p_docs"] + c["p_flip"]) / 2 for c in cs
     ),
 }
 
@@ -391,7 +429,7 @@ def main() -> None:
     parser.add_argument(
         "--signals",
         nargs="+",
-        choices=("docs", "prior", "focus", "cited", "context", "point"),
+        choices=("docs", "prior", "focus", "cited", "context", "point", "flip", "nearest"),
         default=["docs", "prior"],
         help="what to record for each claim (default: docs prior)",
     )
