@@ -7,7 +7,7 @@ For every faithfulness item of bench/judge_set.jsonl it records, with the packag
   it (`claim_support_messages`, over the shared documents prefix), and the model's P(yes) that the
   claim is correct with no documents at all (its prior belief).
 
-Three more signals on request (`--signals`):
+More signals on request (`--signals`), each measured in docs/evaluation.md:
 
 - `focus`: P(yes) that a short passage states the claim, the passage being the few pieces of the
   documents (sentences, list items, code blocks; `excerpts.units`) that name the claim's
@@ -17,18 +17,14 @@ Three more signals on request (`--signals`):
   prefix, for a sentence that cites some but not all of them (Self-RAG's IsSup proper);
 - `context`: P(yes) for a sentence that opens by pointing back ("Its default is 100."), asked
   after the sentence before it (`claims_in_context`); recorded with `docs`, which its rule falls
-  back on for the other sentences.
-
+  back on for the other sentences;
 - `point`: asked over the same shared prefix which document states the claim, answered with
   the document's number or 0 for none (`point_messages`); the signal is 1 - P(0) among the
-  digits' probabilities. A small model may point at where a claim is stated better than it
-  says "yes" to it: the yes/no verdicts of the product's check sit between 0.26 and 0.50 for
-  right and wrong claims alike.
-
+  digits' probabilities, in case a small model points at where a claim is stated better than
+  it says "yes" to it;
 - `flip`: the same question turned over ("do the documents leave this claim unstated?"), read as
-  1 - P(yes). A small model that leans to "yes" leans the same way on both questions, so their
-  mean cancels the lean (`flip_messages`).
-
+  1 - P(yes), in case the model leans to "yes" on both questions and their mean cancels the
+  lean (`flip_messages`);
 - `nearest`: no model call; the cosine, with the packaged embedder, between the claim and the
   piece of the documents (`excerpts.units`) nearest to it.
 
@@ -146,8 +142,10 @@ def point_probability(model, messages, documents: int, *, usage) -> float | None
     import math
 
     from ragapp.graph.judges import model_name
+    from ragapp.providers.model_errors import explained_failures
 
-    message = model.bind(logprobs=True, top_logprobs=10, max_tokens=1).invoke(messages)
+    with explained_failures(model):
+        message = model.bind(logprobs=True, top_logprobs=10, max_tokens=1).invoke(messages)
     usage.add(model_name(model), message)
     content = (message.response_metadata.get("logprobs") or {}).get("content") or []
     digits = {str(n): 0.0 for n in range(documents + 1)}
@@ -390,6 +388,9 @@ def analyse(path: Path) -> None:
             [rule(r["claims"]) for r in rows if r["claims"]]
         except KeyError:
             continue  # a signal this file did not record
+        except TypeError:
+            print(f"{name:<33} some claims have no value (no digit among the likeliest tokens)")
+            continue
 
         # Chosen on the tuning answers only: the most caught among thresholds passing >= 0.90
         # of the faithful ones (else the best balanced accuracy).
