@@ -1,4 +1,4 @@
-"""bench/claim_signals.py: an answer's claims with the documents each one cites."""
+"""bench/claim_signals.py: claims and their citations, the sample, pointing, the AUC."""
 
 import pytest
 
