@@ -289,30 +289,37 @@ def test_the_local_model_searches_once_and_capable_models_broaden_as_the_seed_do
         fresh_settings(tmp_path, RAG_MAX_RETRIEVALS="0")
 
 
-def test_a_yes_no_verdict_has_its_own_relevance_threshold_and_a_stated_score_the_seeds(tmp_path):
-    def threshold(**env) -> float:
-        return fresh_settings(tmp_path, **env)["RAG_RELEVANCE_THRESHOLD"]
+def threshold(data_dir: Path, setting: str, **env: str) -> float:
+    """The threshold `setting` a new process would load with only `env` set."""
+    return fresh_settings(data_dir, **env)[setting]
 
+
+def test_a_yes_no_verdict_has_its_own_relevance_threshold_and_a_stated_score_the_seeds(tmp_path):
+    relevance = "RAG_RELEVANCE_THRESHOLD"
     # A P(yes) over the shared documents block is on another scale than a score the judge
     # states (config/settings.py; 0.25 measured and not adopted: docs/evaluation.md).
-    assert threshold(RAG_CHAT_PROVIDER="local") == 0.35
-    assert threshold(RAG_CHAT_PROVIDER="openai") == 0.75
-    assert threshold(RAG_CHAT_PROVIDER="openai", RAG_RELEVANCE_JUDGE="logprobs") == 0.35
-    assert threshold(RAG_CHAT_PROVIDER="local", RAG_RELEVANCE_THRESHOLD="0.4") == 0.4
+    assert threshold(tmp_path, relevance, RAG_CHAT_PROVIDER="local") == 0.35
+    assert threshold(tmp_path, relevance, RAG_CHAT_PROVIDER="openai") == 0.75
+    assert (
+        threshold(tmp_path, relevance, RAG_CHAT_PROVIDER="openai", RAG_RELEVANCE_JUDGE="logprobs")
+        == 0.35
+    )
+    assert threshold(tmp_path, relevance, RAG_CHAT_PROVIDER="local", **{relevance: "0.4"}) == 0.4
     with pytest.raises(ImproperlyConfigured, match="RAG_RELEVANCE_THRESHOLD"):
         fresh_settings(tmp_path, RAG_RELEVANCE_THRESHOLD="1.5")
 
 
 def test_each_answer_check_has_its_own_threshold_and_a_stated_score_the_seeds(tmp_path):
-    def threshold(**env) -> float:
-        return fresh_settings(tmp_path, **env)["RAG_ANSWER_CONFIDENCE_THRESHOLD"]
-
+    answer = "RAG_ANSWER_CONFIDENCE_THRESHOLD"
     # The local default is the claims check, whose score is the weakest sentence's P(yes)
     # (0.30 measured end to end and not adopted: docs/evaluation.md).
-    assert threshold(RAG_CHAT_PROVIDER="local") == 0.35
-    assert threshold(RAG_CHAT_PROVIDER="openai") == 0.80
-    assert threshold(RAG_CHAT_PROVIDER="local", RAG_FAITHFULNESS_JUDGE="lexical") == 0.6
-    assert threshold(RAG_CHAT_PROVIDER="local", RAG_ANSWER_CONFIDENCE_THRESHOLD="0.5") == 0.5
+    assert threshold(tmp_path, answer, RAG_CHAT_PROVIDER="local") == 0.35
+    assert threshold(tmp_path, answer, RAG_CHAT_PROVIDER="openai") == 0.80
+    assert (
+        threshold(tmp_path, answer, RAG_CHAT_PROVIDER="local", RAG_FAITHFULNESS_JUDGE="lexical")
+        == 0.6
+    )
+    assert threshold(tmp_path, answer, RAG_CHAT_PROVIDER="local", **{answer: "0.5"}) == 0.5
 
 
 def test_the_local_model_searches_with_a_written_passage_and_capable_models_as_the_seed(tmp_path):
