@@ -25,6 +25,13 @@ Variants:
 - `question-last`: the question said once more after the task, nearest to the answer;
 - `source-first`: the reply begun for the model as "According to document [", so that it names
   the document it answers from before it answers (the server continues the started reply);
+- `no-parts`: the writer's task without its sentence "If the question asks more than one
+  thing, answer each of them." (added in a bundle on 2026-12-02 and never measured alone);
+- `sample:T:S`: the product's prompt, sampled at temperature T with seed S instead of greedy.
+  Several seeds give several drafts per question, and the summary adds how many questions at
+  least one of them got right (the ceiling of any rule that picks one of several drafts), and
+  how many the consensus pick got right: of `base` and the sampled drafts, the one whose words
+  the others share most (minimum Bayes risk with a word-overlap F1; no model call);
 - `bias:B`: a logit bias of B on every token of the usable documents' specifics (the names,
   options and values `grounding` looks for, as the documents spell them; only tokens with two
   letters or digits or more), to nudge the writer to the documents' own words. Needs a server
@@ -47,7 +54,9 @@ from typing import NamedTuple
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-VARIANTS = ("base", "question-last", "source-first", "bias:B")
+VARIANTS = ("base", "question-last", "source-first", "no-parts", "sample:T:S", "bias:B")
+# The sentence of the writer's task that `no-parts` leaves out.
+PARTS_SENTENCE = "If the question asks more than one thing, answer each of them. "
 # How `source-first` begins the reply the writer continues.
 SOURCE_FIRST = "According to document ["
 
@@ -106,8 +115,15 @@ def _earlier_base(path: Path, cases: list[Case]) -> list[dict]:
 
 
 def _check_variant(variant: str) -> None:
-    if variant in ("base", "question-last", "source-first"):
+    if variant in ("base", "question-last", "source-first", "no-parts"):
         return
+    if variant.startswith("sample:"):
+        try:
+            temperature, seed = variant.removeprefix("sample:").split(":")
+            if float(temperature) > 0 and int(seed) >= 0:
+                return
+        except ValueError:
+            pass
     if variant.startswith("bias:"):
         try:
             float(variant.removeprefix("bias:"))
@@ -256,6 +272,14 @@ def _asked(writer, case: Case, variant: str):
         return writer, [system, HumanMessage(body.content + restated)]
     if variant == "source-first":
         return writer, [*messages, AIMessage(SOURCE_FIRST)]
+    if variant == "no-parts":
+        system, body = messages
+        if PARTS_SENTENCE not in body.content:
+            raise SystemExit("The writer's task no longer holds the sentence no-parts removes.")
+        return writer, [system, HumanMessage(body.content.replace(PARTS_SENTENCE, "", 1))]
+    if variant.startswith("sample:"):
+        temperature, seed = variant.removeprefix("sample:").split(":")
+        return writer.bind(temperature=float(temperature), seed=int(seed)), messages
     if variant.startswith("bias:"):
         bias = float(variant.removeprefix("bias:"))
         tokens = _specific_tokens(writer, [case.documents[n - 1] for n in case.usable])
@@ -314,7 +338,42 @@ def summary(report: dict[str, list[dict]], cases: list[Case]) -> str:
         if won or lost:
             line += f"   won {', '.join(won) or '-'}; lost {', '.join(lost) or '-'}"
         lines.append(line)
+    sampled = [rows for variant, rows in report.items() if variant.startswith("sample:")]
+    if len(sampled) > 1:
+        # Right in at least one sampled draft: what a rule choosing among them could reach.
+        any_right = sum(any(rows[i]["right"] for rows in sampled) for i in range(n))
+        lines.append(f"{'any of ' + str(len(sampled)) + ' sampled':<16} {any_right:>8}")
+        drafts = [base, *sampled]
+        picked = [drafts[consensus([rows[i]["text"] for rows in drafts])][i] for i in range(n)]
+        right = sum(row["right"] for row in picked)
+        won = [r["id"] for r, b in zip(picked, base, strict=True) if r["right"] and not b["right"]]
+        lost = [r["id"] for r, b in zip(picked, base, strict=True) if b["right"] and not r["right"]]
+        line = f"{'consensus pick':<16} {right:>8}  {len(won):>4}  {len(lost):>4}"
+        if won or lost:
+            line += f"   won {', '.join(won) or '-'}; lost {', '.join(lost) or '-'}"
+        lines.append(line)
     return "\n".join(lines)
+
+
+def consensus(texts: list[str]) -> int:
+    """The index of the draft whose words the other drafts share most (the first on a tie).
+
+    Minimum Bayes risk over the drafts with a word-overlap F1: a fact most drafts state is
+    more likely read from the documents than one a single sample made up.
+    """
+    import re
+
+    words = [set(re.findall(r"[\w./-]+", text.lower())) for text in texts]
+
+    def f1(a: set[str], b: set[str]) -> float:
+        shared = len(a & b)
+        return 2 * shared / (len(a) + len(b)) if shared else 0.0
+
+    scores = [
+        sum(f1(mine, theirs) for j, theirs in enumerate(words) if j != i)
+        for i, mine in enumerate(words)
+    ]
+    return scores.index(max(scores))
 
 
 if __name__ == "__main__":

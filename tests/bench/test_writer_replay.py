@@ -75,6 +75,54 @@ def test_source_first_begins_the_reply_for_the_writer_to_continue(replayed):
     assert (asked[-1].type, asked[-1].content) == ("ai", "According to document [")
 
 
+def test_no_parts_leaves_out_only_the_sentence_about_several_asks(replayed):
+    bench, _, golden = replayed
+    [case], _ = bench.replayable("replayed", golden)
+    _, (system, body) = bench._asked(object(), case, "no-parts")
+    _, (same_system, product) = bench._asked(object(), case, "base")
+    assert system.content == same_system.content
+    assert bench.PARTS_SENTENCE in product.content
+    assert body.content == product.content.replace(bench.PARTS_SENTENCE, "")
+
+
+def test_a_sampled_variant_binds_its_temperature_and_seed(replayed):
+    bench, _, golden = replayed
+    [case], _ = bench.replayable("replayed", golden)
+    model, asked = bench._asked(get_chat_models().generator, case, "sample:0.7:3")
+    assert model.kwargs == {"temperature": 0.7, "seed": 3}
+    assert asked == bench._asked(object(), case, "base")[1]
+    for bad in ("sample:0:1", "sample:0.7", "sample:x:1", "sample:0.7:-1"):
+        with pytest.raises(SystemExit, match="Unknown variant"):
+            bench._check_variant(bad)
+
+
+def test_the_summary_counts_questions_any_sampled_draft_got_right(replayed):
+    bench, _, golden = replayed
+    cases, _ = bench.replayable("replayed", golden)
+    report = bench.replay(cases, ["base", "sample:0.7:1", "sample:0.7:2"])
+    assert bench.summary(report, cases).splitlines()[-2:] == [
+        "any of 2 sampled        0",
+        "consensus pick          0     0     0",
+    ]
+    report["sample:0.7:2"][0] = bench._row(cases[0], "It listens on port 9000. [1]")
+    # One right sample of three drafts: within reach, but the other two agree with each other.
+    assert bench.summary(report, cases).splitlines()[-2:] == [
+        "any of 2 sampled        1",
+        "consensus pick          0     0     0",
+    ]
+    report["sample:0.7:1"][0] = bench._row(cases[0], "It listens on port 9000 by default. [1]")
+    assert bench.summary(report, cases).splitlines()[-1] == (
+        "consensus pick          1     1     0   won p; lost -"
+    )
+
+
+def test_the_consensus_is_the_draft_the_others_agree_with(load_bench):
+    bench = load_bench("writer_replay")
+    drafts = ["Port 8000 on 127.0.0.1.", "It listens on port 9000.", "Port 8000, on 127.0.0.1."]
+    assert bench.consensus(drafts) == 0
+    assert bench.consensus(["a", "b"]) == 0  # a tie goes to the first, the greedy draft
+
+
 def test_a_run_whose_hits_are_not_found_again_is_left_out(replayed, capsys):
     bench, run, golden = replayed
     # The knowledge base changed since the run: its first hit is gone.
