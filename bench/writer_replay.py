@@ -330,14 +330,7 @@ def summary(report: dict[str, list[dict]], cases: list[Case]) -> str:
     n = len(cases)
     base = report["base"]
     lines = [f"{'variant':<16} right of {n}  won  lost"]
-    for variant, rows in report.items():
-        right = sum(row["right"] for row in rows)
-        won = [r["id"] for r, b in zip(rows, base, strict=True) if r["right"] and not b["right"]]
-        lost = [r["id"] for r, b in zip(rows, base, strict=True) if b["right"] and not r["right"]]
-        line = f"{variant:<16} {right:>8}  {len(won):>4}  {len(lost):>4}"
-        if won or lost:
-            line += f"   won {', '.join(won) or '-'}; lost {', '.join(lost) or '-'}"
-        lines.append(line)
+    lines += [_against(variant, rows, base) for variant, rows in report.items()]
     sampled = [rows for variant, rows in report.items() if variant.startswith("sample:")]
     if len(sampled) > 1:
         # Right in at least one sampled draft: what a rule choosing among them could reach.
@@ -345,14 +338,19 @@ def summary(report: dict[str, list[dict]], cases: list[Case]) -> str:
         lines.append(f"{'any of ' + str(len(sampled)) + ' sampled':<16} {any_right:>8}")
         drafts = [base, *sampled]
         picked = [drafts[consensus([rows[i]["text"] for rows in drafts])][i] for i in range(n)]
-        right = sum(row["right"] for row in picked)
-        won = [r["id"] for r, b in zip(picked, base, strict=True) if r["right"] and not b["right"]]
-        lost = [r["id"] for r, b in zip(picked, base, strict=True) if b["right"] and not r["right"]]
-        line = f"{'consensus pick':<16} {right:>8}  {len(won):>4}  {len(lost):>4}"
-        if won or lost:
-            line += f"   won {', '.join(won) or '-'}; lost {', '.join(lost) or '-'}"
-        lines.append(line)
+        lines.append(_against("consensus pick", picked, base))
     return "\n".join(lines)
+
+
+def _against(label: str, rows: list[dict], base: list[dict]) -> str:
+    """One summary line: the drafts right, and the questions won and lost against `base`."""
+    right = sum(row["right"] for row in rows)
+    won = [r["id"] for r, b in zip(rows, base, strict=True) if r["right"] and not b["right"]]
+    lost = [r["id"] for r, b in zip(rows, base, strict=True) if b["right"] and not r["right"]]
+    line = f"{label:<16} {right:>8}  {len(won):>4}  {len(lost):>4}"
+    if won or lost:
+        line += f"   won {', '.join(won) or '-'}; lost {', '.join(lost) or '-'}"
+    return line
 
 
 def consensus(texts: list[str]) -> int:
