@@ -26,12 +26,13 @@ Variants:
 - `source-first`: the reply begun for the model as "According to document [", so that it names
   the document it answers from before it answers (the server continues the started reply);
 - `no-parts`: the writer's task without its sentence "If the question asks more than one
-  thing, answer each of them." (added in a bundle on 2026-12-02 and never measured alone);
+  thing, answer each of them." (added in a bundle on 2026-12-02; first measured alone in stop
+  60);
 - `sample:T:S`: the product's prompt, sampled at temperature T with seed S instead of greedy.
-  Several seeds give several drafts per question, and the summary adds how many questions at
-  least one of them got right (the ceiling of any rule that picks one of several drafts), and
-  how many the consensus pick got right: of `base` and the sampled drafts, the one whose words
-  the others share most (minimum Bayes risk with a word-overlap F1; no model call);
+  With two seeds or more the summary adds how many questions at least one of the drafts (`base`
+  and the sampled ones) got right, the ceiling of any rule that picks one of them, and how many
+  the consensus pick got right: the draft whose words the others share most (minimum Bayes risk
+  with a word-overlap F1; no model call);
 - `bias:B`: a logit bias of B on every token of the usable documents' specifics (the names,
   options and values `grounding` looks for, as the documents spell them; only tokens with two
   letters or digits or more), to nudge the writer to the documents' own words. Needs a server
@@ -45,6 +46,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 import urllib.request
@@ -97,7 +99,9 @@ def main() -> None:
     if earlier is None and "base" not in variants:
         variants.insert(0, "base")
     written = [v for v in variants if not (earlier and v == "base")]
-    report = replay(cases, written, answer_max_tokens=answer_cap(args.evaluation))
+    report = replay(
+        cases, written, answer_max_tokens=answer_cap(args.evaluation), progress=args.json
+    )
     if earlier:
         answers = report.pop("the run's answer")
         report = {"the run's answer": answers, "base": earlier, **report}
@@ -120,7 +124,7 @@ def _check_variant(variant: str) -> None:
     if variant.startswith("sample:"):
         try:
             temperature, seed = variant.removeprefix("sample:").split(":")
-            if float(temperature) > 0 and int(seed) >= 0:
+            if 0 < float(temperature) < math.inf and int(seed) >= 0:
                 return
         except ValueError:
             pass
@@ -217,9 +221,12 @@ def _case(run, item, again) -> tuple[str, Case | None]:
 
 
 def replay(
-    cases: list[Case], variants: list[str], answer_max_tokens: int = 0
+    cases: list[Case], variants: list[str], answer_max_tokens: int = 0, progress: Path | None = None
 ) -> dict[str, list[dict]]:
     """Each variant's draft for each case, and whether it holds every expected fact.
+
+    With `progress`, the drafts so far are written there after every question, so that a replay
+    stopped part way (they take a minute or more a question) keeps what it wrote.
 
     A draft is what the graph keeps of the reply (`drafts.draft_of`, as nodes.generate makes
     it): without the tags a small model copies, without an unfinished tail when it ran into the
@@ -248,6 +255,8 @@ def replay(
                 stop_when=repeating,
             )
             report[variant].append(_row(case, draft_of(reply.text, capped=reply.cut).answer))
+        if progress:
+            progress.write_text(json.dumps(report, indent=1))
         right = {v: report[v][-1]["right"] for v in variants}
         elapsed = time.monotonic() - started
         print(f"{number}/{len(cases)} {case.item.id} {right} {elapsed:.0f} s", flush=True)
@@ -333,10 +342,12 @@ def summary(report: dict[str, list[dict]], cases: list[Case]) -> str:
     lines += [_against(variant, rows, base) for variant, rows in report.items()]
     sampled = [rows for variant, rows in report.items() if variant.startswith("sample:")]
     if len(sampled) > 1:
-        # Right in at least one sampled draft: what a rule choosing among them could reach.
-        any_right = sum(any(rows[i]["right"] for rows in sampled) for i in range(n))
-        lines.append(f"{'any of ' + str(len(sampled)) + ' sampled':<16} {any_right:>8}")
         drafts = [base, *sampled]
+        # Right in at least one draft: what a rule choosing among them could reach.
+        ceiling = [
+            next((rows[i] for rows in drafts if rows[i]["right"]), base[i]) for i in range(n)
+        ]
+        lines.append(_against(f"any of {len(drafts)} drafts", ceiling, base))
         picked = [drafts[consensus([rows[i]["text"] for rows in drafts])][i] for i in range(n)]
         lines.append(_against("consensus pick", picked, base))
     return "\n".join(lines)
@@ -361,7 +372,8 @@ def consensus(texts: list[str]) -> int:
     """
     import re
 
-    words = [set(re.findall(r"[\w./-]+", text.lower())) for text in texts]
+    # A word ends on a letter or digit: "9000." at a sentence's end is "9000".
+    words = [set(re.findall(r"[\w./-]*\w", text.lower())) for text in texts]
 
     def f1(a: set[str], b: set[str]) -> float:
         shared = len(a & b)

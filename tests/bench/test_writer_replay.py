@@ -9,6 +9,7 @@ import json
 import sys
 
 import pytest
+from langchain_openai import ChatOpenAI
 
 from ragapp.models import Chunk
 from ragapp.providers.chat import get_chat_models
@@ -88,10 +89,14 @@ def test_no_parts_leaves_out_only_the_sentence_about_several_asks(replayed):
 def test_a_sampled_variant_binds_its_temperature_and_seed(replayed):
     bench, _, golden = replayed
     [case], _ = bench.replayable("replayed", golden)
-    model, asked = bench._asked(get_chat_models().generator, case, "sample:0.7:3")
-    assert model.kwargs == {"temperature": 0.7, "seed": 3}
+    # The local writer's client, which asks at temperature 0; no request is sent.
+    client = ChatOpenAI(model="m", api_key="k", base_url="http://127.0.0.1:9/v1", temperature=0)
+    model, asked = bench._asked(client, case, "sample:0.7:3")
     assert asked == bench._asked(object(), case, "base")[1]
-    for bad in ("sample:0:1", "sample:0.7", "sample:x:1", "sample:0.7:-1"):
+    # What the server is asked: the bound temperature and seed replace the client's greedy 0.
+    payload = model.bound._get_request_payload(asked, stream=True, **model.kwargs)
+    assert (payload["temperature"], payload["seed"]) == (0.7, 3)
+    for bad in ("sample:0:1", "sample:0.7", "sample:x:1", "sample:0.7:-1", "sample:inf:1"):
         with pytest.raises(SystemExit, match="Unknown variant"):
             bench._check_variant(bad)
 
@@ -101,13 +106,13 @@ def test_the_summary_counts_questions_any_sampled_draft_got_right(replayed):
     cases, _ = bench.replayable("replayed", golden)
     report = bench.replay(cases, ["base", "sample:0.7:1", "sample:0.7:2"])
     assert bench.summary(report, cases).splitlines()[-2:] == [
-        "any of 2 sampled        0",
+        "any of 3 drafts         0     0     0",
         "consensus pick          0     0     0",
     ]
     report["sample:0.7:2"][0] = bench._row(cases[0], "It listens on port 9000. [1]")
-    # One right sample of three drafts: within reach, but the other two agree with each other.
+    # One right draft of three: within reach, but the other two agree with each other.
     assert bench.summary(report, cases).splitlines()[-2:] == [
-        "any of 2 sampled        1",
+        "any of 3 drafts         1     1     0   won p; lost -",
         "consensus pick          0     0     0",
     ]
     report["sample:0.7:1"][0] = bench._row(cases[0], "It listens on port 9000 by default. [1]")
@@ -116,10 +121,21 @@ def test_the_summary_counts_questions_any_sampled_draft_got_right(replayed):
     )
 
 
+def test_a_replay_keeps_its_drafts_after_every_question(replayed, tmp_path):
+    bench, run, golden = replayed
+    cases, _ = bench.replayable("replayed", golden)
+    progress = tmp_path / "progress.json"
+    bench.replay(cases, ["base"], progress=progress)
+    saved = json.loads(progress.read_text())
+    assert [row["text"] for row in saved["base"]] == [run.answer]
+
+
 def test_the_consensus_is_the_draft_the_others_agree_with(load_bench):
     bench = load_bench("writer_replay")
     drafts = ["Port 8000 on 127.0.0.1.", "It listens on port 9000.", "Port 8000, on 127.0.0.1."]
     assert bench.consensus(drafts) == 0
+    # A sentence's full stop is not part of its last word.
+    assert bench.consensus(["Port 8000", "Port 9000.", "Port 9000"]) == 1
     assert bench.consensus(["a", "b"]) == 0  # a tie goes to the first, the greedy draft
 
 
