@@ -185,8 +185,12 @@ def test_a_whole_session_from_sign_in_to_replay(server, browser):  # noqa: F811
     page.wait_for_selector("#id_q")
     page.set_viewport_size(DESKTOP)
     page.fill("#id_q", "restart the worker")
-    page.press("#id_q", "Enter")
+    # The search is a GET that loads a new page: wait for its results, not the old table's.
+    with page.expect_navigation():
+        page.press("#id_q", "Enter")
+    page.wait_for_load_state()
     row = page.locator("table.history tbody tr", has_text=QUESTION)
+    row.first.wait_for()
     assert row.count() == 1
     # History lists threads: its replay plays the thread, here of one run.
     row.locator("a:has-text('replay')").click()
