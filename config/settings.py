@@ -416,10 +416,13 @@ def _suffix_map(value: str) -> dict[str, str]:
 
 # How ingest_docs --base-url turns a file into its published page and a heading into an anchor.
 RAG_URL_SUFFIX_MAP = _suffix_map(
-    env_str("RAG_URL_SUFFIX_MAP", ".md=.html,.markdown=.html,.rst=.html")
+    env_str(
+        "RAG_URL_SUFFIX_MAP",
+        ".md=.html,.markdown=.html,.mdx=.html,.rst=.html,.adoc=.html,.asciidoc=.html",
+    )
 )
 RAG_URL_ANCHOR_STYLE = env_choice(
-    "RAG_URL_ANCHOR_STYLE", "github", ("github", "mkdocs", "sphinx", "none")
+    "RAG_URL_ANCHOR_STYLE", "github", ("github", "mkdocs", "sphinx", "asciidoctor", "none")
 )
 # The gaps page groups questions at least this cosine-similar. With MiniLM, paraphrases of one
 # question measured 0.43 and up, different questions at most 0.32 (docs/gaps.md).

@@ -70,6 +70,9 @@ def heading_anchor(heading: str, style: str | None = None) -> str:
     if style == "github":  # GitHub, GitLab, markdown-it-anchor: Unicode letters are kept
         text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
         return text.replace(" ", "-")
+    if style == "asciidoctor":  # Asciidoctor and Antora: idprefix and idseparator both "_"
+        text = re.sub(r"<[^>]+>|&#?\w+;|[^\w\-. ]+", "", heading.strip().lower())
+        return "_" + re.sub(r"[ .-]+", "_", text).strip("_")
     ascii_text = unicodedata.normalize("NFKD", heading).encode("ascii", "ignore").decode()
     if style == "mkdocs":  # Python-Markdown's toc extension, MkDocs' default
         text = re.sub(r"[^\w\s-]", "", ascii_text).strip().lower()

@@ -33,7 +33,9 @@ class Document(models.Model):
 
     class Format(models.TextChoices):
         MARKDOWN = "markdown", "Markdown"
+        MDX = "mdx", "MDX"
         RST = "rst", "reStructuredText"
+        ASCIIDOC = "asciidoc", "AsciiDoc"
         HTML = "html", "HTML"
         TEXT = "text", "Plain text"
         PDF = "pdf", "PDF"

@@ -9,7 +9,8 @@ The package is laid out along the way a file travels:
 - ``reading``: its bytes, gunzipped and held to the size limit;
 - ``decoding``: those bytes as text (BOMs, UTF-8 or a legacy fallback, binary refused), with
   line endings and control characters normalised;
-- ``markdown``, ``rst``, ``html``, ``plain_text``: one converter per format, each returning
+- ``markdown``, ``mdx``, ``rst``, ``asciidoc``, ``html``, ``plain_text``: one converter per
+  format, each returning
   ``(title or None, text)``; ``markdown_output`` holds what they share to write that text;
 - ``pdf``, ``docx``: the binary formats, read from bytes by their libraries (PDFium,
   python-docx); a PDF keeps its pages apart so every chunk knows its page;

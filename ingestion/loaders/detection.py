@@ -5,7 +5,10 @@ from pathlib import Path
 FORMAT_BY_SUFFIX = {
     ".md": "markdown",
     ".markdown": "markdown",
+    ".mdx": "mdx",
     ".rst": "rst",
+    ".adoc": "asciidoc",
+    ".asciidoc": "asciidoc",
     ".html": "html",
     ".htm": "html",
     ".txt": "text",

@@ -4,7 +4,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ingestion.loaders import docx, html, markdown, pdf, plain_text, rst
+from ingestion.loaders import asciidoc, docx, html, markdown, mdx, pdf, plain_text, rst
 from ingestion.loaders.decoding import TRAILING_SPACE, decode, normalise
 from ingestion.loaders.detection import BINARY_FORMATS, detect_format, without_gz
 from ingestion.loaders.errors import EmptyDocumentError, LoadError
@@ -13,19 +13,25 @@ from ingestion.loaders.reading import read_bytes
 # Each takes normalised text and returns (title or None, Markdown-like text).
 _CONVERTERS = {
     "markdown": markdown.convert,
+    "mdx": mdx.convert,
     "rst": rst.convert,
+    "asciidoc": asciidoc.convert,
     "html": html.convert,
     "text": plain_text.convert,
 }
 # Where a page declares its own published address, which wins over the ingest root's base URL.
-_OWN_URL = {"markdown": markdown.front_matter_url, "html": html.canonical_url}
+_OWN_URL = {
+    "markdown": markdown.front_matter_url,
+    "mdx": markdown.front_matter_url,
+    "html": html.canonical_url,
+}
 
 
 @dataclass(frozen=True)
 class LoadedDocument:
     path: Path
     title: str
-    format: str  # "markdown" | "rst" | "html" | "text" | "pdf" | "docx"
+    format: str  # "markdown" | "mdx" | "rst" | "asciidoc" | "html" | "text" | "pdf" | "docx"
     text: str
     warnings: tuple[str, ...] = ()
     url: str = ""  # the page's own URL: front matter `url:` or <link rel="canonical">

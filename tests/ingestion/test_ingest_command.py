@@ -258,3 +258,21 @@ def test_a_file_the_embedder_rejects_fails_alone(tmp_path):
     assert "bad.md: embedding failed: input rejected by the model" in output
     assert set(Document.objects.values_list("title", flat=True)) == {"Good", "Also"}
     assert "1 file(s) failed" in error
+
+
+def test_mdx_and_asciidoc_pages_are_ingested_by_their_sections(tmp_path):
+    (tmp_path / "install.mdx").write_text(
+        "import Tabs from '@theme/Tabs';\n\n# Install\n\n<Tabs>\n<TabItem label=\"Linux\">\n\n"
+        "## On Linux\n\nRun `apt install acme`.\n\n</TabItem>\n</Tabs>\n"
+    )
+    (tmp_path / "guide.adoc").write_text(
+        "= Guide\n:product: Acme\n\n== Configuration\n\n--port::\n\tThe port {product} uses.\n"
+    )
+    output = ingest(str(tmp_path))
+    assert summary(output).startswith("2 new, 0 updated, 0 unchanged, 0 skipped, 0 failed")
+    formats = dict(Document.objects.values_list("title", "format"))
+    assert formats == {"Install": "mdx", "Guide": "asciidoc"}
+    linux = Chunk.objects.get(document__format="mdx", heading_path__endswith="On Linux")
+    assert "Run `apt install acme`." in linux.text and "Tabs" not in linux.text
+    port = Chunk.objects.get(document__format="asciidoc", heading_path__endswith="Configuration")
+    assert "**--port**" in port.text and "The port Acme uses." in port.text

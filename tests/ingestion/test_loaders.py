@@ -32,6 +32,10 @@ def load(tmp_path: Path, name: str, content: str | bytes, max_bytes: int = LIMIT
         ("README.MD", "markdown"),
         ("a.markdown", "markdown"),
         ("a.rst", "rst"),
+        ("page.mdx", "mdx"),
+        ("guide.adoc", "asciidoc"),
+        ("guide.asciidoc.gz", "asciidoc"),
+        ("key.asc", None),
         ("a.html", "html"),
         ("a.htm", "html"),
         ("a.txt", "text"),
@@ -52,7 +56,8 @@ def test_detect_format(name, expected):
 
 def test_supported_suffixes():
     assert {
-        *(".md", ".markdown", ".rst", ".html", ".htm", ".txt", ".text", ".pdf", ".docx")
+        *(".md", ".markdown", ".mdx", ".rst", ".adoc", ".asciidoc", ".html", ".htm", ".txt"),
+        *(".text", ".pdf", ".docx"),
     } == SUPPORTED_SUFFIXES
 
 

@@ -126,6 +126,8 @@ def test_the_suffix_map_is_a_setting(settings):
         ("github", "Über  `--full` flag", "über----full-flag"),
         ("mkdocs", "Über  `--full` flag", "uber-full-flag"),
         ("sphinx", "2. Über  `--full` flag", "uber-full-flag"),
+        ("asciidoctor", "Install on Linux", "_install_on_linux"),
+        ("asciidoctor", "Use git-add(1) and `--full`", "_use_git_add1_and_full"),
         ("none", "Anything", ""),
     ],
 )
