@@ -35,6 +35,13 @@ def test_specifics_missing_from_the_documents_are_named(answer, unsupported):
     assert lexical_support(answer, DOCS).unsupported == unsupported
 
 
+def test_latin_abbreviations_are_not_specifics_but_dotted_names_still_are():
+    support = lexical_support(
+        "Set a size, e.g. 800, or i.e. the default; E.g. `RAG_CHUNK_SIZE`. Edit conf.yaml.", DOCS
+    )
+    assert support.unsupported == ("conf.yaml",)
+
+
 def test_citations_and_case_do_not_count_against_an_answer():
     support = lexical_support("Use `rag_chunk_size` [1] [2].", DOCS)
     assert support.unsupported == ()
