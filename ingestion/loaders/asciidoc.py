@@ -35,6 +35,13 @@ _ADMONITION = re.compile(r"^(NOTE|TIP|IMPORTANT|WARNING|CAUTION):[ \t]+(.*)$")
 _BLOCK_TITLE = re.compile(r"^\.([^.\s].*)$")
 _DELIMITER = re.compile(r"^(-{4,}|\.{4,}|={4,}|\*{4,}|_{4,}|\+{4,}|/{4,}|--)$")
 _TABLE = re.compile(r"^[|!,:]={3,}$")
+# A cell's specifier, written against the "|" that opens it: a span (`2+`), a duplication (`3*`),
+# an alignment (`^`, `.>`) and a style (`a`, `h`, `m`, ...), as in `2+^h|Total`. It stands at the
+# start of a line or after white space (Asciidoctor's rule); anywhere else it is the cell's text.
+_SPEC = r"((?:(\d+)(?:\.\d+)?([+*]))?[<^>]?(?:\.[<^>])?[adehlmsv]?)$"
+_SPEC_AT_START = re.compile(r"^\s*" + _SPEC)
+_SPEC_AT_END = re.compile(r"\s" + _SPEC)
+_COLS = re.compile(r"\bcols\s*=\s*\"?([^\"\]]+)\"?")
 _DESCRIPTION_TERM = re.compile(r"^(?!\s)(.+?)(:{2,4}|;;)(?:[ \t]+(.*))?$")
 _LIST_ITEM = re.compile(r"^[ \t]*(\*{1,5}|\.{1,5}|-|\d+\.)[ \t]+(.*)$")
 _DROPPED_LINE = re.compile(r"^(?:include|image|toc|video|audio)::|^//(?!/)|^ifn?def::|^endif::")
@@ -78,6 +85,7 @@ class _Reader:
         self.language = ""
         self.admonition = ""
         self.verbatim = False
+        self.columns = 0  # a table's column count, from a `[cols=...]` line before it
 
     def read(self) -> list[str]:
         i = 0
@@ -115,6 +123,8 @@ class _Reader:
             self.admonition = _LABELS[m.group(1)]
             return i + 1
         if _BLOCK_ATTRIBUTES.match(stripped):
+            if m := _COLS.search(stripped):
+                self.columns = _column_count(m.group(1))
             return i + 1
         if m := _HEADING.match(line):
             self.out += ["", "#" * len(m.group(1)) + " " + self._inline(m.group(2)), ""]
@@ -190,26 +200,37 @@ class _Reader:
         return end + 1
 
     def _table(self, start: int, delimiter: str) -> int:
+        """A table's rows, one to a line: `| cell | cell |`.
+
+        Rows are not delimited in AsciiDoc: the columns are counted, from the `cols` attribute
+        or else the table's first line, and a cell spanning columns (`2+|`) counts for them.
+        """
         end = next(
             (k for k in range(start, len(self.lines)) if self.lines[k].strip() == delimiter),
             len(self.lines),
         )
+        columns, self.columns = self.columns, 0
         row: list[str] = []
+        width = 0
         self.out.append("")
-        for line in [*self.lines[start:end], ""]:
+        for line in self.lines[start:end]:
             if not line.strip():
-                if row:
-                    self.out.append("| " + " | ".join(row) + " |")
-                row = []
                 continue
-            cells = [c.strip() for c in re.split(r"(?<!\\)\|", line)]
-            # A line opening with "|" has an empty first piece; a line without one continues a cell.
-            if cells[0] or len(cells) == 1:
+            cells = _cells(line)
+            if cells[0][0]:  # text before the line's first "|" goes on the cell before
                 if row:
-                    row[-1] = f"{row[-1]} {self._inline(cells[0])}".strip()
+                    row[-1] = f"{row[-1]} {self._inline(cells[0][0])}"
                 else:
-                    row.append(self._inline(cells[0]))
-            row += [self._inline(c) for c in cells[1:]]
+                    row.append(self._inline(cells[0][0]))
+            columns = columns or sum(span for _, span in cells[1:]) or 1
+            for text, span in cells[1:]:
+                row.append(self._inline(text))
+                width += span
+                if width >= columns:
+                    self.out.append("| " + " | ".join(row) + " |")
+                    row, width = [], 0
+        if row:
+            self.out.append("| " + " | ".join(row) + " |")
         self.out.append("")
         self.language = self.admonition = ""
         self.verbatim = False
@@ -245,6 +266,32 @@ class _Reader:
         return _MACRO.sub(
             lambda m: f"{m.group(1)}({m.group(2)})" if m.group(2) else m.group(1), text
         )
+
+
+def _cells(line: str) -> list[tuple[str, int]]:
+    """(text, columns spanned) of each cell a table line opens, after the text before its first
+    "|" (with a span of 0: it goes on the cell before)."""
+    pieces = re.split(r"(?<!\\)\|", line)
+    cells, span = [], 0
+    for n, piece in enumerate(pieces):
+        last = n == len(pieces) - 1
+        spec = None if last else (_SPEC_AT_START if n == 0 else _SPEC_AT_END).search(piece)
+        text, next_span = (piece[: spec.start(1)], spec) if spec else (piece, None)
+        cells.append((text.strip().replace("\\|", "|"), span))
+        # `2+|` spans two columns; `3*|` is three cells of one column each.
+        span = int(next_span.group(2)) if next_span and next_span.group(3) == "+" else 1
+    return cells
+
+
+def _column_count(cols: str) -> int:
+    """Columns of a `cols` attribute: `3`, `1,2,3` or `2*,1`."""
+    if cols.strip().isdigit():
+        return int(cols.strip())
+    total = 0
+    for spec in cols.split(","):
+        m = re.match(r"\s*(\d+)\*", spec)
+        total += int(m.group(1)) if m else 1
+    return total
 
 
 def _page_name(target: str) -> str:

@@ -147,6 +147,13 @@ Only root may use ports under 1024.
 |`ACME_PORT` |8080 |The port.
 |===
 
+[cols="1,2"]
+|===
+h|Limit 2+^|Per row, no blank line
+|a|b \\| c |d
+a|* item
+|===
+
   an indented literal
   paragraph
 
@@ -203,6 +210,10 @@ def test_asciidoc_sections_code_lists_tables_and_macros(tmp_path):
         "| Name | Default | Meaning |\n"
         "| `ACME_HOME` | `~/.acme` | Where Acme keeps its data. |\n"
         "| `ACME_PORT` | 8080 | The port. |\n"
+        "\n"
+        "| Limit | Per row, no blank line |\n"
+        "| a | b | c |\n"
+        "| d | * item |\n"
         "\n"
         "```\n"
         "an indented literal\n"
