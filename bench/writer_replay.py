@@ -28,6 +28,12 @@ Variants:
 - `no-parts`: the writer's task without its sentence "If the question asks more than one
   thing, answer each of them." (added in a bundle on 2026-12-02; first measured alone in stop
   60);
+- `first`: the writer's task opened with "Document [1] is the one most likely to hold the
+  answer." (the retrieval's first hit, no model call), a pointer for a writer that answers from
+  the wrong document;
+- `point`: the same pointer to the document the model itself names, asked first over the same
+  cached documents "Which document answers the question? Reply with its number only." (one
+  output token; the number with the highest probability among the documents', 1 without one);
 - `sample:T:S`: the product's prompt, sampled at temperature T with seed S instead of greedy.
   With two seeds or more the summary adds how many questions at least one of the drafts (`base`
   and the sampled ones) got right, the ceiling of any rule that picks one of them, and how many
@@ -56,9 +62,21 @@ from typing import NamedTuple
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-VARIANTS = ("base", "question-last", "source-first", "no-parts", "sample:T:S", "bias:B")
+VARIANTS = (
+    "base",
+    "question-last",
+    "source-first",
+    "no-parts",
+    "first",
+    "point",
+    "sample:T:S",
+    "bias:B",
+)
 # The sentence of the writer's task that `no-parts` leaves out.
 PARTS_SENTENCE = "If the question asks more than one thing, answer each of them. "
+# What `point` asks before the answer, and how `first` and `point` open the writer's task.
+POINT_TASK = "Which document answers the question? Reply with its number only."
+POINTER = "Document [{n}] is the one most likely to hold the answer. "
 # How `source-first` begins the reply the writer continues.
 SOURCE_FIRST = "According to document ["
 
@@ -119,7 +137,7 @@ def _earlier_base(path: Path, cases: list[Case]) -> list[dict]:
 
 
 def _check_variant(variant: str) -> None:
-    if variant in ("base", "question-last", "source-first", "no-parts"):
+    if variant in ("base", "question-last", "source-first", "no-parts", "first", "point"):
         return
     if variant.startswith("sample:"):
         try:
@@ -286,6 +304,12 @@ def _asked(writer, case: Case, variant: str):
         if PARTS_SENTENCE not in body.content:
             raise SystemExit("The writer's task no longer holds the sentence no-parts removes.")
         return writer, [system, HumanMessage(body.content.replace(PARTS_SENTENCE, "", 1))]
+    if variant in ("first", "point"):
+        system, body = messages
+        number = 1 if variant == "first" else _pointed(writer, system, body.content, case)
+        prefix, task = body.content.rsplit("\n\n", 1)
+        pointed = f"{prefix}\n\n{POINTER.format(n=number)}{task}"
+        return writer, [system, HumanMessage(pointed)]
     if variant.startswith("sample:"):
         temperature, seed = variant.removeprefix("sample:").split(":")
         return writer.bind(temperature=float(temperature), seed=int(seed)), messages
@@ -294,6 +318,29 @@ def _asked(writer, case: Case, variant: str):
         tokens = _specific_tokens(writer, [case.documents[n - 1] for n in case.usable])
         return writer.bind(logit_bias={str(token): bias for token in tokens}), messages
     return writer, messages
+
+
+def _pointed(writer, system, body: str, case: Case) -> int:
+    """The document the writer names as answering, asked over the same cached documents."""
+    from langchain_core.messages import HumanMessage
+
+    prefix = body.rsplit("\n\n", 1)[0]
+    asked = [system, HumanMessage(f"{prefix}\n\n{POINT_TASK}")]
+    reply = writer.bind(logprobs=True, top_logprobs=10, max_tokens=1).invoke(asked)
+    content = (reply.response_metadata.get("logprobs") or {}).get("content") or []
+    return pointed_number(
+        content[0].get("top_logprobs", []) if content else [], len(case.documents)
+    )
+
+
+def pointed_number(candidates: list[dict], documents: int) -> int:
+    """The most probable document number among a reply's first-token candidates, else 1."""
+    best, number = -math.inf, 1
+    for candidate in candidates:
+        token = candidate["token"].strip().strip("[]")
+        if token.isdigit() and 1 <= int(token) <= documents and candidate["logprob"] > best:
+            best, number = candidate["logprob"], int(token)
+    return number
 
 
 def _specific_tokens(writer, documents: list) -> set[int]:

@@ -86,6 +86,33 @@ def test_no_parts_leaves_out_only_the_sentence_about_several_asks(replayed):
     assert body.content == product.content.replace(bench.PARTS_SENTENCE, "")
 
 
+def test_first_opens_the_task_with_a_pointer_to_the_first_document(replayed):
+    bench, _, golden = replayed
+    [case], _ = bench.replayable("replayed", golden)
+    _, (system, body) = bench._asked(object(), case, "first")
+    _, (same_system, product) = bench._asked(object(), case, "base")
+    assert system.content == same_system.content
+    prefix, task = product.content.rsplit("\n\n", 1)
+    assert task.startswith("Answer the question using only")
+    assert (
+        body.content
+        == f"{prefix}\n\nDocument [1] is the one most likely to hold the answer. {task}"
+    )
+
+
+def test_point_names_the_most_probable_document_among_those_shown(load_bench):
+    pointed_number = load_bench("writer_replay").pointed_number
+    top = [
+        {"token": "7", "logprob": -0.1},  # not a document of these five
+        {"token": "The", "logprob": -0.5},
+        {"token": " 3", "logprob": -1.0},
+        {"token": "2", "logprob": -2.0},
+    ]
+    assert pointed_number(top, 5) == 3
+    assert pointed_number(top[:2], 5) == 1  # no document named: the first hit
+    assert pointed_number([], 5) == 1
+
+
 def test_a_sampled_variant_binds_its_temperature_and_seed(replayed):
     bench, _, golden = replayed
     [case], _ = bench.replayable("replayed", golden)
