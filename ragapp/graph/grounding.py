@@ -69,8 +69,8 @@ _COMMAND_FILE = re.compile(
 )
 _SPACE = re.compile(r"\s+")
 # Latin abbreviations match the dotted-name pattern (`e.g`, `i.e`) but name nothing: an answer
-# that writes "e.g." was refused for a specific "e.g" no document holds.
-_ABBREVIATION = re.compile(r"(?:e\.g|i\.e|a\.k\.a|n\.b|w\.r\.t)\.?")
+# that writes "e.g." was refused for a specific "e.g" no document holds. Compared case-folded.
+LATIN_ABBREVIATION = re.compile(r"(?:e\.g|i\.e|a\.k\.a|n\.b|w\.r\.t)\.?")
 # Literal values any configuration or language writes; no document needs to spell them out.
 _LITERALS = frozenset("true false on off null none yes no".split())
 _STOP = frozenset(
@@ -183,7 +183,7 @@ def specifics(text: str) -> list[str]:
             parts = [match]
         for part in parts:
             term = folded(part.strip())
-            if term and not _placeholder(part) and not _ABBREVIATION.fullmatch(term):
+            if term and not _placeholder(part) and not LATIN_ABBREVIATION.fullmatch(term):
                 found.append(term)
     return found
 

@@ -42,6 +42,7 @@ from functools import cache
 
 from django.db import connection
 
+from ragapp.graph.grounding import LATIN_ABBREVIATION
 from ragapp.models import Chunk
 from ragapp.providers.local_embeddings import (
     TOKENIZER_FILE,
@@ -102,8 +103,8 @@ def _is_name(word: str, question: str, start: int, shouted: bool, titled: bool) 
     # `word` starts with a letter and ends with a letter or digit (`_SHAPES`).
     if start and question[start - 1] == ".":
         return False  # a file's extension (.p7b): the user's own file type
-    if _VERSION_TAG.fullmatch(word):
-        return False
+    if _VERSION_TAG.fullmatch(word) or LATIN_ABBREVIATION.fullmatch(word.casefold()):
+        return False  # v2, or "e.g.": no knowledge base needs to mention either
     return bool(
         (_ACRONYM.fullmatch(word) and not shouted)
         or _SNAKE.fullmatch(word)

@@ -45,6 +45,8 @@ from ragapp.retrieval.coverage import never_mentioned, technical_names
         # words, plain numbers and words.
         ("I need a 32-byte secret from a .p7b file for our CI.", []),
         ("Does v2 keep append-only tables for 30 days?", []),
+        # Latin abbreviations are shaped like dotted names but name nothing.
+        ("How do I cap a file, e.g. at 10 MiB, i.e. smaller? E.g. tar.gz", ["tar.gz"]),
         ("HOW DO I RESET MY PASSWORD?", []),
         # Each name once, whatever its case.
         ("Is TLS the same as tls in TLS 1.3?", ["TLS"]),
