@@ -76,7 +76,7 @@ def convert(text: str) -> tuple[str | None, str]:
 
 
 class _Reader:
-    """One pass over the lines; the block attribute line or block title waiting for its block."""
+    """One pass over the lines, holding what a block attribute line set for the block after it."""
 
     def __init__(self, lines: list[str]):
         self.lines = lines
@@ -176,10 +176,7 @@ class _Reader:
         return i
 
     def _block(self, start: int, delimiter: str) -> int:
-        end = next(
-            (k for k in range(start, len(self.lines)) if self.lines[k].strip() == delimiter),
-            len(self.lines),
-        )
+        end = self._closing(start, delimiter)
         body = self.lines[start:end]
         language, self.language = self.language, ""
         admonition, self.admonition = self.admonition, ""
@@ -199,16 +196,18 @@ class _Reader:
             self.out += ["", *inner.read(), ""]
         return end + 1
 
+    def _closing(self, start: int, delimiter: str) -> int:
+        """The index of the line that closes a block opened by `delimiter`, else the end."""
+        lines = range(start, len(self.lines))
+        return next((k for k in lines if self.lines[k].strip() == delimiter), len(self.lines))
+
     def _table(self, start: int, delimiter: str) -> int:
         """A table's rows, one to a line: `| cell | cell |`.
 
         Rows are not delimited in AsciiDoc: the columns are counted, from the `cols` attribute
         or else the table's first line, and a cell spanning columns (`2+|`) counts for them.
         """
-        end = next(
-            (k for k in range(start, len(self.lines)) if self.lines[k].strip() == delimiter),
-            len(self.lines),
-        )
+        end = self._closing(start, delimiter)
         columns, self.columns = self.columns, 0
         row: list[str] = []
         width = 0
