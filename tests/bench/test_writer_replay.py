@@ -100,6 +100,15 @@ def test_first_opens_the_task_with_a_pointer_to_the_first_document(replayed):
     )
 
 
+def test_point_asks_the_writer_first_and_opens_the_task_with_its_pick(replayed):
+    bench, _, golden = replayed
+    [case], _ = bench.replayable("replayed", golden)
+    # The fake writer's one-token reply names no document ("yes" or "no"): the first hit.
+    writer, asked = bench._asked(get_chat_models().generator, case, "point")
+    assert writer is get_chat_models().generator
+    assert asked == bench._asked(object(), case, "first")[1]
+
+
 def test_point_names_the_most_probable_document_among_those_shown(load_bench):
     pointed_number = load_bench("writer_replay").pointed_number
     top = [
