@@ -137,7 +137,7 @@ def _earlier_base(path: Path, cases: list[Case]) -> list[dict]:
 
 
 def _check_variant(variant: str) -> None:
-    if variant in ("base", "question-last", "source-first", "no-parts", "first", "point"):
+    if variant in VARIANTS and ":" not in variant:  # the variants with no parameter
         return
     if variant.startswith("sample:"):
         try:
@@ -306,8 +306,9 @@ def _asked(writer, case: Case, variant: str):
         return writer, [system, HumanMessage(body.content.replace(PARTS_SENTENCE, "", 1))]
     if variant in ("first", "point"):
         system, body = messages
-        number = 1 if variant == "first" else _pointed(writer, system, body.content, case)
+        # The task is the prompt's last paragraph, after the shared documents and question.
         prefix, task = body.content.rsplit("\n\n", 1)
+        number = 1 if variant == "first" else _pointed(writer, system, prefix, case)
         pointed = f"{prefix}\n\n{POINTER.format(n=number)}{task}"
         return writer, [system, HumanMessage(pointed)]
     if variant.startswith("sample:"):
@@ -320,11 +321,10 @@ def _asked(writer, case: Case, variant: str):
     return writer, messages
 
 
-def _pointed(writer, system, body: str, case: Case) -> int:
+def _pointed(writer, system, prefix: str, case: Case) -> int:
     """The document the writer names as answering, asked over the same cached documents."""
     from langchain_core.messages import HumanMessage
 
-    prefix = body.rsplit("\n\n", 1)[0]
     asked = [system, HumanMessage(f"{prefix}\n\n{POINT_TASK}")]
     reply = writer.bind(logprobs=True, top_logprobs=10, max_tokens=1).invoke(asked)
     content = (reply.response_metadata.get("logprobs") or {}).get("content") or []

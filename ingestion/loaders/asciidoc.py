@@ -18,7 +18,7 @@ Enough of the language for documentation, not a full Asciidoctor:
 
 import re
 
-from ingestion.loaders.markdown_output import MARKDOWN_LOOKALIKE, code_fence
+from ingestion.loaders.markdown_output import MARKDOWN_LOOKALIKE, code_fence, titled_text
 
 _HEADING = re.compile(r"^(={1,6})[ \t]+(.+?)(?:[ \t]+=+)?[ \t]*$")
 # A two-line section title's underline (`git-add(1)` over `==========`), levels 0 to 4.
@@ -68,11 +68,8 @@ _LABELS = {
 
 def convert(text: str) -> tuple[str | None, str]:
     """(title, text): the title is the document title (`= Title`), else the first section title."""
-    lines = _Reader(text.expandtabs(8).split("\n")).read()
-    # Fenced blocks are single entries, so this collapses blank runs only outside code.
-    lines = [line for k, line in enumerate(lines) if line or not k or lines[k - 1]]
-    title = next((line.lstrip("#").strip() for line in lines if line.startswith("#")), None)
-    return title, "\n".join(lines).strip("\n")
+    title, converted = titled_text(_Reader(text.expandtabs(8).split("\n")).read())
+    return title, converted.strip("\n")
 
 
 class _Reader:
@@ -99,11 +96,7 @@ class _Reader:
         if not stripped:
             self.out.append("")
             return i + 1
-        if m := _ATTRIBUTE_ENTRY.match(line):
-            if not m.group(1).startswith("!") and not m.group(1).endswith("!"):
-                self.attributes[m.group(1)] = self._inline(m.group(2) or "")
-            return i + 1
-        if _DROPPED_LINE.match(line):
+        if self._attribute_entry(line) or _DROPPED_LINE.match(line):
             return i + 1
         if self._underlined(i):
             level = _UNDERLINE_LEVELS.index(self.lines[i + 1].strip()[0]) + 1
@@ -131,7 +124,7 @@ class _Reader:
             if i == 0 and len(m.group(1)) == 1:
                 return self._header(i + 1)
             return i + 1
-        if (m := _BLOCK_TITLE.match(line)) and not line.startswith(".."):
+        if m := _BLOCK_TITLE.match(line):
             self.out.append(f"**{self._inline(m.group(1))}**")
             return i + 1
         if line == _CONTINUATION:
@@ -170,17 +163,30 @@ class _Reader:
         """Past the author and revision lines that follow the document title, up to a blank line."""
         i = start
         while i < len(self.lines) and self.lines[i].strip():
-            if m := _ATTRIBUTE_ENTRY.match(self.lines[i]):
-                self.attributes[m.group(1)] = self._inline(m.group(2) or "")
+            self._attribute_entry(self.lines[i])
             i += 1
         return i
+
+    def _attribute_entry(self, line: str) -> bool:
+        """Whether `line` is an attribute entry (`:product: Acme`); its value is kept for
+        `{product}`, and an unset one (`:product!:`) is only skipped."""
+        if not (m := _ATTRIBUTE_ENTRY.match(line)):
+            return False
+        if not m.group(1).startswith("!") and not m.group(1).endswith("!"):
+            self.attributes[m.group(1)] = self._inline(m.group(2) or "")
+        return True
+
+    def _style(self) -> tuple[str, str]:
+        """The language and admonition set for the block now read; every pending style ends."""
+        style = self.language, self.admonition
+        self.language = self.admonition = ""
+        self.verbatim = False
+        return style
 
     def _block(self, start: int, delimiter: str) -> int:
         end = self._closing(start, delimiter)
         body = self.lines[start:end]
-        language, self.language = self.language, ""
-        admonition, self.admonition = self.admonition, ""
-        self.verbatim = False
+        language, admonition = self._style()
         kind = delimiter[0]
         if kind in "-." and delimiter != "--":
             self.out += ["", code_fence("\n".join(body), language), ""]
@@ -231,8 +237,7 @@ class _Reader:
         if row:
             self.out.append("| " + " | ".join(row) + " |")
         self.out.append("")
-        self.language = self.admonition = ""
-        self.verbatim = False
+        self._style()
         return end + 1
 
     def _literal_paragraph(self, i: int) -> int:
@@ -241,8 +246,7 @@ class _Reader:
             end += 1
         body = self.lines[i:end]
         margin = min(len(line) - len(line.lstrip()) for line in body)
-        language, self.language = self.language, ""
-        self.verbatim = False
+        language, _ = self._style()
         self.out += ["", code_fence("\n".join(line[margin:] for line in body), language), ""]
         return end
 

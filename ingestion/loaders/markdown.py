@@ -33,14 +33,16 @@ def front_matter_url(text: str) -> str:
     return ""
 
 
-def _fence_marker(line: str) -> str | None:
+def fence_marker(line: str) -> str | None:
+    """The fence `line` opens (three or more backticks or tildes, as written), else None."""
     m = _FENCE_OPEN.match(line)
     if not m or (m.group(1)[0] == "`" and "`" in m.group(2)):
         return None
     return m.group(1)
 
 
-def _closes(line: str, marker: str) -> bool:
+def fence_closes(line: str, marker: str) -> bool:
+    """Whether `line` closes the fence `marker` opened: the same character, at least as many."""
     s = line.strip()
     return len(s) >= len(marker) and s == marker[0] * len(s)
 
@@ -58,8 +60,8 @@ def _setext_to_atx(text: str) -> str:
     marker = None
     for line in text.split("\n"):
         if marker:
-            marker = None if _closes(line, marker) else marker
-        elif m := _fence_marker(line):
+            marker = None if fence_closes(line, marker) else marker
+        elif m := fence_marker(line):
             marker = m
         elif (
             (u := _SETEXT_UNDERLINE.match(line))
@@ -79,8 +81,8 @@ def _first_h1(text: str) -> str | None:
     marker = None
     for line in text.split("\n"):
         if marker:
-            marker = None if _closes(line, marker) else marker
-        elif m := _fence_marker(line):
+            marker = None if fence_closes(line, marker) else marker
+        elif m := fence_marker(line):
             marker = m
         elif h := _ATX_H1.match(line):
             return h.group(1).strip()

@@ -12,3 +12,12 @@ def code_fence(code: str, info: str = "") -> str:
     longest = max((len(run) for run in re.findall(r"`{3,}", code)), default=2)
     fence = "`" * (longest + 1)
     return f"{fence}{info}\n{code}\n{fence}"
+
+
+def titled_text(lines: list[str]) -> tuple[str | None, str]:
+    """(title, text) of a converter's output lines: the first `#` heading, and the lines with
+    each run of blank lines made one. A fenced block is one entry of `lines`, so blank lines
+    inside code are kept."""
+    lines = [line for k, line in enumerate(lines) if line or not k or lines[k - 1]]
+    title = next((line.lstrip("#").strip() for line in lines if line.startswith("#")), None)
+    return title, "\n".join(lines)

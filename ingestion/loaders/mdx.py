@@ -12,8 +12,6 @@ import re
 
 from ingestion.loaders import markdown
 
-# A fenced code block, to its closing fence or the end of the page: left exactly as written.
-_FENCED = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n(?:.*?^[ \t]*\1[`~]*[ \t]*$|.*\Z)", re.M | re.S)
 # An ES-module statement: it starts at the margin and, in MDX, runs to the next blank line.
 _ESM = re.compile(r"^(?:import|export)\s")
 _COMMENT = re.compile(r"\{/\*.*?\*/\}", re.DOTALL)
@@ -32,11 +30,27 @@ _BLANK_RUN = re.compile(r"\n[ \t]*(?:\n[ \t]*){2,}")
 def convert(text: str) -> tuple[str | None, str]:
     """(title, text), as the Markdown converter gives them for the page without its JSX."""
     out, pos = [], 0
-    for fence in _FENCED.finditer(text):
-        out += [_prose(text[pos : fence.start()]), fence.group(0)]
-        pos = fence.end()
+    for start, end in _fences(text):
+        out += [_prose(text[pos:start]), text[start:end]]
+        pos = end
     out.append(_prose(text[pos:]))
     return markdown.convert("".join(out))
+
+
+def _fences(text: str) -> list[tuple[int, int]]:
+    """Where each fenced code block stands in `text`, from its opening line's first character to
+    its closing line's last (or the end), by the Markdown converter's own rules for fences."""
+    spans, fence, start, offset = [], None, 0, 0
+    for line in text.split("\n"):
+        if fence and markdown.fence_closes(line, fence):
+            spans.append((start, offset + len(line)))
+            fence = None
+        elif not fence and (fence := markdown.fence_marker(line)):
+            start = offset
+        offset += len(line) + 1
+    if fence:
+        spans.append((start, len(text)))
+    return spans
 
 
 def _prose(text: str) -> str:

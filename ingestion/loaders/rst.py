@@ -7,7 +7,7 @@ are dropped; footnotes are kept. Not a full docutils parser: enough of it for do
 import re
 import textwrap
 
-from ingestion.loaders.markdown_output import MARKDOWN_LOOKALIKE, code_fence
+from ingestion.loaders.markdown_output import MARKDOWN_LOOKALIKE, code_fence, titled_text
 
 _ADORNMENT = re.compile(r"^([=\-~^\"'`#*+:._])\1+$")
 _DIRECTIVE = re.compile(r"^(\s*)\.\.\s+([A-Za-z0-9][\w.:+-]*?)::(?:\s+(.*))?$")
@@ -62,14 +62,7 @@ _PLAIN_ROLES = frozenset({"abbr", "any", "doc", "download", "guilabel", "numref"
 
 def convert(text: str) -> tuple[str | None, str]:
     """(title, text): the title is the first section title, None if there is none."""
-    lines = _rst_lines(text.expandtabs(8).split("\n"), {})
-    # Fenced blocks are single entries here, so this collapses blank runs only outside code.
-    lines = [line for k, line in enumerate(lines) if line or not k or lines[k - 1]]
-    return _first_heading(lines), "\n".join(lines)
-
-
-def _first_heading(lines: list[str]) -> str | None:
-    return next((line.lstrip("#").strip() for line in lines if line.startswith("#")), None)
+    return titled_text(_rst_lines(text.expandtabs(8).split("\n"), {}))
 
 
 def _indent(line: str) -> int:
