@@ -22,6 +22,18 @@ own ("our mail server", "an employee left"):
   (about 22,500 lowercased whole words of English text), so a capitalised ordinary word
   (Windows, Java, Azure, Backups) is not a name; nor is any word of a question in title case.
 
+Code is read as code. A code span written as an expression (`fs.promises.readFile()`,
+`crypto.createHash("sha256")`, `on_delete=models.CASCADE`) names the identifiers in it, not its
+arguments and strings: the call's arguments are the user's, and the documentation writes the
+signature (`fsPromises.readFile(path[, options])`), not the call. A name written as a call keeps
+"()" (`fs.mkdirSync()`). An API's documentation names a method under its own object, while a
+user writes the object as they hold it (`fs.promises.readFile` for `fsPromises.readFile`,
+`response.set_cookie` for `HttpResponse.set_cookie`), so a dotted name counts as mentioned when
+the knowledge base holds its last two parts, the first of them maybe the end of a longer word;
+and a call (`server.listen()`, `myServer.listen()`) when it holds the method as some object's
+member (`.listen`). A method that no object has (`fs.glob()`, `util.styleText()`) and a part
+that is new (`import.meta.dirname`, `gc.maxCruftSize`) are still never mentioned.
+
 Not counted: quantities (32-byte, 10MB), a file's extension (.p7b), two-letter acronyms (CI),
 version tags (v2), hyphenated words (front-end, append-only), units (MiB) and plain numbers. A
 name asked without the dashes an option has is that option (CApath is -CApath). Over the whole
@@ -59,6 +71,15 @@ _SHAPES = re.compile(
     r"|(?<![\w-])(?P<flag>--?[a-z][\w-]*[a-z0-9])"
     r"|(?P<word>\b[A-Za-z][\w.-]*[A-Za-z0-9]\b)"
 )
+# A code span with one of these marks is an expression, not a name: a call with its arguments,
+# an assignment, a string.
+_EXPRESSION_MARKS = frozenset("()='\"")
+_STRING = re.compile(r"'[^']*'|\"[^\"]*\"")
+# A call's parentheses and its arguments, innermost first.
+_ARGUMENTS = re.compile(r"\([^()]*\)")
+_CHAIN = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*(?:\(\))?")
+# How a name written as a call ends (`fs.mkdirSync()`): the lookup reads it as a method.
+CALL = "()"
 # A word of these shapes is a name: capitals, letters with digits, snake_case, dotted.
 _ACRONYM = re.compile(r"[A-Z][A-Z0-9]{2,}")
 _SNAKE = re.compile(r"[A-Za-z0-9]+(?:_[A-Za-z0-9]+)+")
@@ -91,12 +112,36 @@ def technical_names(question: str) -> list[str]:
     titled = _title_case(question)
     names: list[str] = []
     for match in _SHAPES.finditer(question):
-        name = match.group("span") or match.group("flag") or match.group("word")
-        if match.group("word") and not _is_name(name, question, match.start(), shouted, titled):
-            continue
-        if name.casefold() not in {n.casefold() for n in names}:
-            names.append(name)
+        span, word = match.group("span"), match.group("word")
+        if span and not _EXPRESSION_MARKS.isdisjoint(span):
+            found = _expression_names(span)
+        elif word:
+            if not _is_name(word, question, match.start(), shouted, titled):
+                continue
+            # Written as a call in plain text: "why does res.setHeader() throw?"
+            found = [word + CALL if question.startswith("(", match.end()) else word]
+        else:
+            found = [span or match.group("flag")]
+        names += [n for n in found if n.casefold() not in {m.casefold() for m in names}]
     return names[:MAX_NAMES]
+
+
+def _expression_names(code: str) -> list[str]:
+    """The names in a code span written as an expression, its strings and arguments left out.
+
+    `require('fs').promises.writeFile()` names `require()` and `promises.writeFile()`; a bare
+    plain word inside (`true` in `setKeepAlive(true)`, `a` in `Q(a=1)`) is no name.
+    """
+    code = _STRING.sub(" ", code)
+    while _ARGUMENTS.search(code):  # each pass takes out the innermost pairs: it ends
+        code = _ARGUMENTS.sub("\0 ", code)
+    code = code.replace("\0", CALL)
+    names = []
+    for chain in _CHAIN.findall(code):
+        shaped = "." in chain or chain.endswith(CALL) or _is_name(chain, chain, 0, False, True)
+        if shaped and chain not in names:
+            names.append(chain)
+    return names
 
 
 def _is_name(word: str, question: str, start: int, shouted: bool, titled: bool) -> bool:
@@ -181,17 +226,28 @@ def common_words() -> frozenset[str] | None:
 
 
 def _pattern(name: str) -> str:
-    """A POSIX regular expression for `name` as a whole token, case aside.
+    """A POSIX regular expression for `name` as the knowledge base may write it, case aside.
 
-    A dash in a name may be written without it (SHA-256, SHA256; DNS-01, DNS01). A name asked
-    without its dashes is the option that has them (CApath is -CApath).
+    A whole token: a dash in a name may be written without it (SHA-256, SHA256; DNS-01, DNS01),
+    and a name asked without its dashes is the option that has them (CApath is -CApath). A
+    dotted name also matches its last two parts, the first maybe the end of a longer word
+    (fs.promises.readFile: fsPromises.readFile); a call, its method as a member (.listen).
     """
+    called = name.endswith(CALL)
+    name = name.removesuffix(CALL)
     body = "-?".join(re.escape(part) for part in name.split("-") if part)
     if name.startswith("-"):
         body = "-" * (len(name) - len(name.lstrip("-"))) + body
     else:
         body = "-{0,2}" + body
-    return rf"(^|[^[:alnum:]_-]){body}($|[^[:alnum:]_])"
+    end = "($|[^[:alnum:]_])"
+    alternatives = [f"(^|[^[:alnum:]_-]){body}{end}"]
+    parts = name.split(".")
+    if len(parts) >= 2 and all(parts):
+        alternatives.append(re.escape(".".join(parts[-2:])) + end)
+    if called and len(parts) >= 2 and parts[-1]:
+        alternatives.append(re.escape("." + parts[-1]) + end)
+    return "|".join(f"({alternative})" for alternative in alternatives)
 
 
 def never_mentioned(names: list[str]) -> list[str]:

@@ -50,6 +50,23 @@ from ragapp.retrieval.coverage import never_mentioned, technical_names
         ("HOW DO I RESET MY PASSWORD?", []),
         # Each name once, whatever its case.
         ("Is TLS the same as tls in TLS 1.3?", ["TLS"]),
+        # Code written as an expression names its identifiers, not its arguments or strings;
+        # a call keeps its "()", in a code span or in plain text.
+        ("How do I use `fs.promises.readFile()` for text?", ["fs.promises.readFile()"]),
+        ('How do I call `crypto.createHash("sha256")`?', ["crypto.createHash()"]),
+        (
+            "Does `require('fs').promises.writeFile()` overwrite?",
+            ["require()", "promises.writeFile()"],
+        ),
+        ("What does `socket.setKeepAlive(true)` enable?", ["socket.setKeepAlive()"]),
+        ("What does `on_delete=models.CASCADE` do?", ["on_delete", "models.CASCADE"]),
+        (
+            "Why does res.setHeader() throw ERR_HTTP_HEADERS_SENT?",
+            ["res.setHeader()", "ERR_HTTP_HEADERS_SENT"],
+        ),
+        # A call's arguments go, nested calls and a string with a parenthesis among them; a name
+        # before a space and a parenthesis is not a call.
+        ("Does `f(g(x),'a(b')` work? Argon2 (the KDF) does.", ["f()", "Argon2", "KDF"]),
     ],
 )
 def test_technical_names(question, names):
@@ -82,6 +99,30 @@ def test_a_name_asked_without_its_dashes_is_the_option(knowledge_base):
     chunk.text += " Pass -CApath dir, or --trustFile name. Not x-ClientKey."
     chunk.save()
     assert never_mentioned(["CApath", "trustFile", "ClientKey"]) == ["ClientKey"]
+
+
+def test_an_api_name_is_found_as_the_reference_writes_it(knowledge_base):
+    """A user writes the object as they hold it; the reference names the method under its own."""
+    from ragapp.models import Chunk
+
+    chunk = Chunk.objects.first()
+    chunk.text += (
+        " ## fsPromises.readFile(path[, options])\n"
+        " ## server.listen(port)\n Then call HttpResponse.set_cookie(key)."
+    )
+    chunk.save()
+    assert never_mentioned(
+        [
+            "fs.promises.readFile()",  # its last two parts end a longer word: fsPromises
+            "fs.promises.readFile",
+            "response.set_cookie",
+            "myServer.listen()",  # a call: its method is a member of some object
+            "fs.mkdirSync()",  # no such method
+            "myServer.listen",  # not a call: the object is part of the name
+            "import.meta.readFile",  # a part that is never written so (meta.readFile)
+            "fs.promises.glob()",
+        ]
+    ) == ["fs.mkdirSync()", "myServer.listen", "import.meta.readFile", "fs.promises.glob()"]
 
 
 def test_product_names_are_left_out_when_the_vocabulary_cannot_be_read(monkeypatch, caplog):
