@@ -34,6 +34,11 @@ and a call (`server.listen()`, `myServer.listen()`) when it holds the method as 
 member (`.listen`). A method that no object has (`fs.glob()`, `util.styleText()`) and a part
 that is new (`import.meta.dirname`, `gc.maxCruftSize`) are still never mentioned.
 
+A path is where the user keeps their files: a code span with a slash (`./data/config.json`,
+`/etc/ssl/openssl.cnf`, `node:fs/promises`) names nothing, nor does the name that ends a path in
+plain text (the `resize.js` of /srv/app/jobs/resize.js). A file named alone (`tsconfig.json`) is
+still a name.
+
 Not counted: quantities (32-byte, 10MB), a file's extension (.p7b), two-letter acronyms (CI),
 version tags (v2), hyphenated words (front-end, append-only), units (MiB) and plain numbers. A
 name asked without the dashes an option has is that option (CApath is -CApath). Over the whole
@@ -78,6 +83,8 @@ _STRING = re.compile(r"'[^']*'|\"[^\"]*\"")
 # A call's parentheses and its arguments, innermost first.
 _ARGUMENTS = re.compile(r"\([^()]*\)")
 _CHAIN = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*(?:\(\))?")
+# A path's separators: a name in a path is the user's own file or folder.
+_PATH_SEPARATORS = frozenset("/\\")
 # How a name written as a call ends (`fs.mkdirSync()`): the lookup reads it as a method.
 CALL = "()"
 # A word of these shapes is a name: capitals, letters with digits, snake_case, dotted.
@@ -113,6 +120,8 @@ def technical_names(question: str) -> list[str]:
     names: list[str] = []
     for match in _SHAPES.finditer(question):
         span, word = match.group("span"), match.group("word")
+        if span and not _PATH_SEPARATORS.isdisjoint(span):
+            continue  # a path, a URL or a module's path: where the user's files are
         if span and not _EXPRESSION_MARKS.isdisjoint(span):
             found = _expression_names(span)
         elif word:
@@ -148,6 +157,8 @@ def _is_name(word: str, question: str, start: int, shouted: bool, titled: bool) 
     # `word` starts with a letter and ends with a letter or digit (`_SHAPES`).
     if start and question[start - 1] == ".":
         return False  # a file's extension (.p7b): the user's own file type
+    if start and question[start - 1] in _PATH_SEPARATORS:
+        return False  # the end of a path (./data/config.json, /srv/jobs/resize.js): the user's
     if _VERSION_TAG.fullmatch(word) or LATIN_ABBREVIATION.fullmatch(word.casefold()):
         return False  # v2, or "e.g.": no knowledge base needs to mention either
     return bool(

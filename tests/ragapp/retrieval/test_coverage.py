@@ -64,6 +64,11 @@ from ragapp.retrieval.coverage import never_mentioned, technical_names
             "Why does res.setHeader() throw ERR_HTTP_HEADERS_SENT?",
             ["res.setHeader()", "ERR_HTTP_HEADERS_SENT"],
         ),
+        # A path is the user's own: a span with a slash names nothing, nor does a path's end in
+        # plain text; a file named alone is a name.
+        ("Why does `./data/config.json` fail, and tsconfig.json?", ["tsconfig.json"]),
+        ("My job at /srv/app/jobs/resize.js or secrets/api_keys.txt fails.", []),
+        ("Where is C:\\work\\lib\\db_utils.py or `node:fs/promises`?", []),
         # A call's arguments go, nested calls and a string with a parenthesis among them; a name
         # before a space and a parenthesis is not a call.
         ("Does `f(g(x),'a(b')` work? Argon2 (the KDF) does.", ["f()", "Argon2", "KDF"]),
