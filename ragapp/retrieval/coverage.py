@@ -85,6 +85,21 @@ _ARGUMENTS = re.compile(r"\([^()]*\)")
 _CHAIN = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*(?:\(\))?")
 # A path's separators: a name in a path is the user's own file or folder.
 _PATH_SEPARATORS = frozenset("/\\")
+# What introduces the user's own object by its kind ("my table user_events", "the role
+# report_reader", "replica db-replica-02", "branch feature_x"), or an SQL statement's table
+# ("FROM page_views"): the name after it is the user's, not the product's. The kinds are the
+# things users create and name; a product's own kinds (setting, option, command, extension,
+# function, module) are left out, since a question about what a release lacks names it so.
+_INSTANCE = re.compile(
+    r"(?:\b(?:tables?|columns?|ind(?:ex|exes|ices)|roles?|users?|databases?|schemas?|replicas?"
+    r"|hosts?|servers?"
+    r"|branch(?:es)?|remotes?|tags?|repo(?:sitory|sitories|s)?|folders?|director(?:y|ies)"
+    r"|buckets?|models?|fields?|apps?|projects?|queues?|topics?|services?|containers?|pods?"
+    r"|namespaces?|instances?|accounts?|tenants?|customers?|jobs?|tasks?|sites?|domains?)"
+    r"(?:\s+(?:called|named))?"
+    r"|(?-i:\b(?:FROM|JOIN|INTO|UPDATE|TABLE)))\s+[`'\"]?$",
+    re.IGNORECASE,
+)
 # How a name written as a call ends (`fs.mkdirSync()`): the lookup reads it as a method.
 CALL = "()"
 # A word of these shapes is a name: capitals, letters with digits, snake_case, dotted.
@@ -122,6 +137,8 @@ def technical_names(question: str) -> list[str]:
         span, word = match.group("span"), match.group("word")
         if span and not _PATH_SEPARATORS.isdisjoint(span):
             continue  # a path, a URL or a module's path: where the user's files are
+        if not match.group("flag") and _INSTANCE.search(question, 0, match.start()):
+            continue  # "my table user_events", "FROM page_views": the user's own object
         if span and not _EXPRESSION_MARKS.isdisjoint(span):
             found = _expression_names(span)
         elif word:

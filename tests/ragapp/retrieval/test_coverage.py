@@ -69,6 +69,15 @@ from ragapp.retrieval.coverage import never_mentioned, technical_names
         ("Why does `./data/config.json` fail, and tsconfig.json?", ["tsconfig.json"]),
         ("My job at /srv/app/jobs/resize.js or secrets/api_keys.txt fails.", []),
         ("Where is C:\\work\\lib\\db_utils.py or `node:fs/promises`?", []),
+        # An object the user made, named after its kind or in an SQL statement, is theirs; a
+        # product's kind (extension, setting) and a flag after a kind (branch --archive) are not.
+        ("VACUUM on my table user_events and the role report_reader is slow.", ["VACUUM"]),
+        (
+            "Why is SELECT count(*) FROM page_views slow? Data comes from EnterpriseDB.",
+            ["SELECT", "FROM", "EnterpriseDB"],
+        ),
+        ("Can the extension pg_cron run in my database app_prod?", ["pg_cron"]),
+        ("Does git branch --archive keep the branch feature_x?", ["--archive"]),
         # A call's arguments go, nested calls and a string with a parenthesis among them; a name
         # before a space and a parenthesis is not a call.
         ("Does `f(g(x),'a(b')` work? Argon2 (the KDF) does.", ["f()", "Argon2", "KDF"]),
