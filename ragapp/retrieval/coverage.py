@@ -36,8 +36,10 @@ that is new (`import.meta.dirname`, `gc.maxCruftSize`) are still never mentioned
 
 A path is where the user keeps their files: a code span with a slash (`./data/config.json`,
 `/etc/ssl/openssl.cnf`, `node:fs/promises`) names nothing, nor does the name that ends a path in
-plain text (the `resize.js` of /srv/app/jobs/resize.js). A file named alone (`tsconfig.json`) is
-still a name.
+plain text (the `resize.js` of /srv/app/jobs/resize.js); a file named alone (`tsconfig.json`) is
+still a name. Nor does a name that follows the kind of thing users make ("my table user_events",
+"the role report_reader", "the branch feature_x") or an SQL keyword (`FROM page_views`) count:
+the object is the user's own, which no documentation has reason to name.
 
 Not counted: quantities (32-byte, 10MB), a file's extension (.p7b), two-letter acronyms (CI),
 version tags (v2), hyphenated words (front-end, append-only), units (MiB) and plain numbers. A
@@ -45,9 +47,10 @@ name asked without the dashes an option has is that option (CApath is -CApath). 
 tuning sets these shapes name a missing thing in 44 of 72 unanswerable questions and in none of
 228 answerable ones; over the whole held-out sets, in 28 of 45 and 2 of 182 (docs/evaluation.md,
 "Names in inner capitals" and "Product names the vocabulary does not know"). The risk is a
-user's own name that looks technical: a host name with a digit (web01), a domain
-(mail.example.com), a product the documentation has no reason to name, a person's or a
-company's name the vocabulary lacks (Priya, Contoso), a capitalised misspelling (Postgress).
+user's own name that looks technical and is not introduced by its kind: a host name with a
+digit (web01), a domain (mail.example.com), a product the documentation has no reason to name,
+a person's or a company's name the vocabulary lacks (Priya, Contoso), a capitalised misspelling
+(Postgress).
 """
 
 from __future__ import annotations
