@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ragapp.graph.own_names import own_names
+
 CITATION = re.compile(r"\[\d{1,2}\]")
 # Specifics: `code`, /paths/to/files, --flags, SETTING_NAMES, numbers, dotted.names, snake_case.
 SPECIFIC = re.compile(
@@ -192,10 +194,14 @@ def lexical_support(answer: str, documents: list[str], *, question: str = "") ->
     """The answer's word coverage by `documents`, and its specifics they do not contain.
 
     The question's own words count as covered (an answer restates what was asked), and so do
-    its plain specifics (a version number, a product's name); see `_PLAIN_SPECIFIC`.
+    its plain specifics (a version number, a product's name; see `_PLAIN_SPECIFIC`) and the
+    names it gives as the user's own (`own_names`: `api_keys.txt` in secrets/api_keys.txt,
+    `feature_login_v2` in "the remote branch feature_login_v2").
     """
     source = folded(" ".join(documents))
     asked = folded(question)
+    # The user's own files and objects, which the answer may name back (`own_names`).
+    own = own_names(question)
     body = CITATION.sub(" ", answer)
     # Only code defines names: "the function pg_frobnicate_all" in prose is a claim.
     defined = _defined_names(" ".join(_FENCED.findall(body) + re.findall(r"`([^`\n]+)`", body)))
@@ -211,6 +217,7 @@ def lexical_support(answer: str, documents: list[str], *, question: str = "") ->
             or contains_term(source, term)
             or _dotted_parts_found(source, term)
             or (_PLAIN_SPECIFIC.fullmatch(term) and contains_term(asked, term))
+            or term in own
         ):
             continue
         unsupported.append(term)

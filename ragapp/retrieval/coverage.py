@@ -63,6 +63,7 @@ from functools import cache
 from django.db import connection
 
 from ragapp.graph.grounding import LATIN_ABBREVIATION
+from ragapp.graph.own_names import PATH_SEPARATORS, introduced_as_own
 from ragapp.models import Chunk
 from ragapp.providers.local_embeddings import (
     TOKENIZER_FILE,
@@ -86,23 +87,6 @@ _STRING = re.compile(r"'[^']*'|\"[^\"]*\"")
 # A call's parentheses and its arguments, innermost first.
 _ARGUMENTS = re.compile(r"\([^()]*\)")
 _CHAIN = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*(?:\(\))?")
-# A path's separators: a name in a path is the user's own file or folder.
-_PATH_SEPARATORS = frozenset("/\\")
-# What introduces the user's own object by its kind ("my table user_events", "the role
-# report_reader", "replica db-replica-02", "branch feature_x"), or an SQL statement's table
-# ("FROM page_views"): the name after it is the user's, not the product's. The kinds are the
-# things users create and name; a product's own kinds (setting, option, command, extension,
-# function, module) are left out, since a question about what a release lacks names it so.
-_INSTANCE = re.compile(
-    r"(?:\b(?:tables?|columns?|ind(?:ex|exes|ices)|roles?|users?|databases?|schemas?|replicas?"
-    r"|hosts?|servers?"
-    r"|branch(?:es)?|remotes?|tags?|repo(?:sitory|sitories|s)?|folders?|director(?:y|ies)"
-    r"|buckets?|models?|fields?|apps?|projects?|queues?|topics?|services?|containers?|pods?"
-    r"|namespaces?|instances?|accounts?|tenants?|customers?|jobs?|tasks?|sites?|domains?)"
-    r"(?:\s+(?:called|named))?"
-    r"|(?-i:\b(?:FROM|JOIN|INTO|UPDATE|TABLE)))\s+[`'\"]?$",
-    re.IGNORECASE,
-)
 # How a name written as a call ends (`fs.mkdirSync()`): the lookup reads it as a method.
 CALL = "()"
 # A word of these shapes is a name: capitals, letters with digits, snake_case, dotted.
@@ -138,9 +122,9 @@ def technical_names(question: str) -> list[str]:
     names: list[str] = []
     for match in _SHAPES.finditer(question):
         span, word = match.group("span"), match.group("word")
-        if span and not _PATH_SEPARATORS.isdisjoint(span):
+        if span and not PATH_SEPARATORS.isdisjoint(span):
             continue  # a path, a URL or a module's path: where the user's files are
-        if not match.group("flag") and _INSTANCE.search(question, 0, match.start()):
+        if not match.group("flag") and introduced_as_own(question, match.start()):
             continue  # "my table user_events", "FROM page_views": the user's own object
         if span and not _EXPRESSION_MARKS.isdisjoint(span):
             found = _expression_names(span)
@@ -177,7 +161,7 @@ def _is_name(word: str, question: str, start: int, shouted: bool, titled: bool) 
     # `word` starts with a letter and ends with a letter or digit (`_SHAPES`).
     if start and question[start - 1] == ".":
         return False  # a file's extension (.p7b): the user's own file type
-    if start and question[start - 1] in _PATH_SEPARATORS:
+    if start and question[start - 1] in PATH_SEPARATORS:
         return False  # the end of a path (./data/config.json, /srv/jobs/resize.js): the user's
     if _VERSION_TAG.fullmatch(word) or LATIN_ABBREVIATION.fullmatch(word.casefold()):
         return False  # v2, or "e.g.": no knowledge base needs to mention either

@@ -356,3 +356,22 @@ def test_the_pieces_of_an_answer_leave_its_code_blocks_out():
     answer = "Run this [1]. Then restart.\n```bash\nrag serve --port 1\n```\nDone here now [2]."
     pieces = [p.strip() for p in grounding.answer_pieces(answer) if p.strip()]
     assert pieces == ["Run this [1].", "Then restart.", "Done here now [2]."]
+
+
+def test_the_users_own_files_and_objects_may_be_named_back():
+    """The documents state the command; the question gave the branch's name and the file's path."""
+    docs = ["git push --delete removes a ref from the remote. git rm --cached keeps the file."]
+    question = (
+        "How do I delete the remote branch feature_login_v2, and untrack secrets/api_keys.txt?"
+    )
+    answer = (
+        "Run `git push origin --delete feature_login_v2` [1]. "
+        "`secrets/api_keys.txt` stays on disk after `git rm --cached` [1]."
+    )
+    assert lexical_support(answer, docs, question=question).unsupported == ()
+    # Named without its kind or its path, the same name is a specific the documents lack.
+    bare = "How do I delete feature_login_v2 and untrack api_keys.txt?"
+    assert lexical_support(answer, docs, question=bare).unsupported == (
+        "feature_login_v2",
+        "api_keys.txt",
+    )

@@ -1,0 +1,63 @@
+"""The names a question gives as the user's own: where their files are, what they made.
+
+A support question names things of the user's: a file by its path ("my worker at
+/srv/app/jobs/resize.js"), an object by its kind ("my table user_events", "the remote branch
+feature_login_v2") or in an SQL statement ("FROM page_views"). No documentation has reason to
+name them, so two checks must not hold their absence against the question:
+
+- the unknown-names lookup (`ragapp/retrieval/coverage.py`) does not refuse the question for
+  them;
+- the answer check (`grounding.lexical_support`) lets the answer repeat them ("git push origin
+  --delete feature_login_v2"): the documents state the command, the user gave the name.
+
+A product's own kinds (setting, option, command, extension, function, module) are not kinds of
+the user's objects, so "the extension pg_cron" stays a name the documentation must have.
+"""
+
+from __future__ import annotations
+
+import re
+
+# A path's separators: a name in a path is the user's own file or folder.
+PATH_SEPARATORS = frozenset("/\\")
+# What introduces the user's own object by its kind, or an SQL statement's table: the things
+# users create and name, and SQL keywords in capitals ("from" in prose is no SQL).
+_KIND = (
+    r"(?:\b(?:tables?|columns?|ind(?:ex|exes|ices)|roles?|users?|databases?|schemas?|replicas?"
+    r"|hosts?|servers?|branch(?:es)?|remotes?|tags?|repo(?:sitory|sitories|s)?|folders?"
+    r"|director(?:y|ies)|buckets?|models?|fields?|apps?|projects?|queues?|topics?|services?"
+    r"|containers?|pods?|namespaces?|instances?|accounts?|tenants?|customers?|jobs?|tasks?"
+    r"|sites?|domains?)"
+    r"(?:\s+(?:called|named))?"
+    r"|(?-i:\b(?:FROM|JOIN|INTO|UPDATE|TABLE)))\s+[`'\"]?"
+)
+_KINDS = re.compile(_KIND, re.IGNORECASE)
+# The same, right before a name: the name is the user's.
+INSTANCE = re.compile(_KIND + "$", re.IGNORECASE)
+# A path in plain text or in a code span: parts joined by slashes or backslashes.
+_PATH = re.compile(r"[\w.~:$-]*(?:[/\\]+[\w.~$-]+)+[/\\]?")
+# A name that may follow a kind: a word with a letter, maybe dotted, dashed or underscored.
+_NAME_AFTER = re.compile(r"[A-Za-z_][\w.-]*\w")
+
+
+def introduced_as_own(question: str, start: int) -> bool:
+    """Whether the name at `start` follows the kind of the user's object or an SQL keyword."""
+    return INSTANCE.search(question, 0, start) is not None
+
+
+def own_names(question: str) -> frozenset[str]:
+    """The question's names of the user's own, case-folded: paths, their parts, named objects.
+
+    `secrets/api_keys.txt` gives itself, `secrets` and `api_keys.txt`; "the remote branch
+    feature_login_v2" gives `feature_login_v2`.
+    """
+    names: set[str] = set()
+    for path in _PATH.findall(question):
+        path = path.rstrip(".,:;").strip("/\\")  # a sentence's full stop is not the file's
+        names.add(path.casefold())
+        names.update(part.casefold() for part in re.split(r"[/\\]+", path) if part)
+    for kind in _KINDS.finditer(question):
+        match = _NAME_AFTER.match(question, kind.end())
+        if match:
+            names.add(match.group().casefold())
+    return frozenset(names)

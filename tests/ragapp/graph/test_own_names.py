@@ -1,0 +1,34 @@
+"""The names a question gives as the user's own."""
+
+import pytest
+
+from ragapp.graph.own_names import introduced_as_own, own_names
+
+
+@pytest.mark.parametrize(
+    ("question", "names"),
+    [
+        # A path, its parts: in plain text, in a code span, Windows' backslashes.
+        ("I committed secrets/api_keys.txt.", {"secrets/api_keys.txt", "secrets", "api_keys.txt"}),
+        ("Does `./data/config.json` load?", {"./data/config.json", ".", "data", "config.json"}),
+        (
+            "History of C:\\work\\db_utils.py?",
+            {"c:\\work\\db_utils.py", "c:", "work", "db_utils.py"},
+        ),
+        # An object named after its kind, or after an SQL keyword in capitals.
+        ("VACUUM on my table `user_events` is slow.", {"user_events"}),
+        ("Grant the role report_reader access.", {"report_reader"}),
+        ("Why is SELECT * FROM page_views slow?", {"page_views"}),
+        # A product's kinds are not the user's; nor is "from" in prose an SQL keyword.
+        ("Can the extension pg_cron run?", set()),
+        ("Can I get support from EnterpriseDB?", set()),
+    ],
+)
+def test_own_names(question, names):
+    assert own_names(question) == names
+
+
+def test_a_name_is_introduced_as_the_users_by_its_kind():
+    question = "Our replica db-replica-02 lags; does pg_basebackup help?"
+    assert introduced_as_own(question, question.index("db-replica-02"))
+    assert not introduced_as_own(question, question.index("pg_basebackup"))
