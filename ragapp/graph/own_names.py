@@ -53,8 +53,8 @@ def own_names(question: str) -> frozenset[str]:
     """
     names: set[str] = set()
     for path in _PATH.findall(question):
-        path = path.rstrip(".,:;").strip("/\\")  # a sentence's full stop is not the file's
-        names.add(path.casefold())
+        path = path.rstrip(".,:;")  # a sentence's full stop is not the file's
+        names.update({path.casefold(), path.strip("/\\").casefold()})
         names.update(part.casefold() for part in re.split(r"[/\\]+", path) if part)
     for kind in _KINDS.finditer(question):
         match = _NAME_AFTER.match(question, kind.end())

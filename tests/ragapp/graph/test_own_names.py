@@ -10,6 +10,10 @@ from ragapp.graph.own_names import introduced_as_own, own_names
     [
         # A path, its parts: in plain text, in a code span, Windows' backslashes.
         ("I committed secrets/api_keys.txt.", {"secrets/api_keys.txt", "secrets", "api_keys.txt"}),
+        (
+            "Dump to /backups/db.sql, fast.",
+            {"/backups/db.sql", "backups/db.sql", "backups", "db.sql"},
+        ),
         ("Does `./data/config.json` load?", {"./data/config.json", ".", "data", "config.json"}),
         (
             "History of C:\\work\\db_utils.py?",
