@@ -48,14 +48,18 @@ def introduced_as_own(question: str, start: int) -> bool:
 def own_names(question: str) -> frozenset[str]:
     """The question's names of the user's own, case-folded: paths, their parts, named objects.
 
-    `secrets/api_keys.txt` gives itself, `secrets` and `api_keys.txt`; "the remote branch
-    feature_login_v2" gives `feature_login_v2`.
+    `./data/config.json` gives itself, its tails (`/data/config.json`, `data/config.json`,
+    `config.json`, ...) and its parts; "the remote branch feature_login_v2" gives
+    `feature_login_v2`.
     """
     names: set[str] = set()
     for path in _PATH.findall(question):
-        path = path.rstrip(".,:;")  # a sentence's full stop is not the file's
-        names.update({path.casefold(), path.strip("/\\").casefold()})
-        names.update(part.casefold() for part in re.split(r"[/\\]+", path) if part)
+        path = path.rstrip(".,:;").casefold()  # a sentence's full stop is not the file's
+        # Every tail from a separator on, with and without it: an answer writes
+        # ./data/config.json as /data/config.json or data/config.json too.
+        for cut in [0] + [i for i, c in enumerate(path) if c in PATH_SEPARATORS]:
+            names.update({path[cut:], path[cut:].lstrip("/\\")})
+        names.update(part for part in re.split(r"[/\\]+", path) if part)
     for kind in _KINDS.finditer(question):
         match = _NAME_AFTER.match(question, kind.end())
         if match:

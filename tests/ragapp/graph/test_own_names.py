@@ -9,15 +9,37 @@ from ragapp.graph.own_names import introduced_as_own, own_names
     ("question", "names"),
     [
         # A path, its parts: in plain text, in a code span, Windows' backslashes.
-        ("I committed secrets/api_keys.txt.", {"secrets/api_keys.txt", "secrets", "api_keys.txt"}),
+        (
+            "I committed secrets/api_keys.txt.",
+            {"secrets/api_keys.txt", "/api_keys.txt", "secrets", "api_keys.txt"},
+        ),
         (
             "Dump to /backups/db.sql, fast.",
-            {"/backups/db.sql", "backups/db.sql", "backups", "db.sql"},
+            {"/backups/db.sql", "backups/db.sql", "/db.sql", "backups", "db.sql"},
         ),
-        ("Does `./data/config.json` load?", {"./data/config.json", ".", "data", "config.json"}),
+        (
+            "Does `./data/config.json` load?",
+            {
+                "./data/config.json",
+                "/data/config.json",
+                "data/config.json",
+                "/config.json",
+                "config.json",
+                ".",
+                "data",
+            },
+        ),
         (
             "History of C:\\work\\db_utils.py?",
-            {"c:\\work\\db_utils.py", "c:", "work", "db_utils.py"},
+            {
+                "c:\\work\\db_utils.py",
+                "\\work\\db_utils.py",
+                "work\\db_utils.py",
+                "\\db_utils.py",
+                "c:",
+                "work",
+                "db_utils.py",
+            },
         ),
         # An object named after its kind, or after an SQL keyword in capitals.
         ("VACUUM on my table `user_events` is slow.", {"user_events"}),
