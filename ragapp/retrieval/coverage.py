@@ -151,6 +151,8 @@ def _expression_names(code: str) -> list[str]:
     code = code.replace("\0", CALL)
     names = []
     for chain in _CHAIN.findall(code):
+        # A word alone counts by the name shapes, read with no sentence around it: titled, so
+        # that a capitalised literal (`True`) is not taken for a product's name.
         shaped = "." in chain or chain.endswith(CALL) or _is_name(chain, chain, 0, False, True)
         if shaped and chain not in names:
             names.append(chain)
