@@ -32,17 +32,19 @@ _KIND = (
     r"|(?-i:\b(?:FROM|JOIN|INTO|UPDATE|TABLE)))\s+[`'\"]?"
 )
 _KINDS = re.compile(_KIND, re.IGNORECASE)
-# The same, right before a name: the name is the user's.
-INSTANCE = re.compile(_KIND + "$", re.IGNORECASE)
 # A path in plain text or in a code span: parts joined by slashes or backslashes.
 _PATH = re.compile(r"[\w.~:$-]*(?:[/\\]+[\w.~$-]+)+[/\\]?")
 # A name that may follow a kind: a word with a letter, maybe dotted, dashed or underscored.
 _NAME_AFTER = re.compile(r"[A-Za-z_][\w.-]*\w")
 
 
-def introduced_as_own(question: str, start: int) -> bool:
-    """Whether the name at `start` follows the kind of the user's object or an SQL keyword."""
-    return INSTANCE.search(question, 0, start) is not None
+def own_object_starts(question: str) -> frozenset[int]:
+    """Where in `question` a name follows the kind of the user's object or an SQL keyword.
+
+    One pass over the question: the lookup asks it of every name, and a pasted question may
+    hold hundreds.
+    """
+    return frozenset(kind.end() for kind in _KINDS.finditer(question))
 
 
 def own_names(question: str) -> frozenset[str]:
@@ -60,8 +62,8 @@ def own_names(question: str) -> frozenset[str]:
         for cut in [0] + [i for i, c in enumerate(path) if c in PATH_SEPARATORS]:
             names.update({path[cut:], path[cut:].lstrip("/\\")})
         names.update(part for part in re.split(r"[/\\]+", path) if part)
-    for kind in _KINDS.finditer(question):
-        match = _NAME_AFTER.match(question, kind.end())
+    for start in own_object_starts(question):
+        match = _NAME_AFTER.match(question, start)
         if match:
             names.add(match.group().casefold())
     return frozenset(names)

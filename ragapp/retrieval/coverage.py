@@ -63,7 +63,7 @@ from functools import cache
 from django.db import connection
 
 from ragapp.graph.grounding import LATIN_ABBREVIATION
-from ragapp.graph.own_names import PATH_SEPARATORS, introduced_as_own
+from ragapp.graph.own_names import PATH_SEPARATORS, own_object_starts
 from ragapp.models import Chunk
 from ragapp.providers.local_embeddings import (
     TOKENIZER_FILE,
@@ -119,12 +119,13 @@ def technical_names(question: str) -> list[str]:
     letters = [c for c in question if c.isalpha()]
     shouted = letters and sum(c.isupper() for c in letters) / len(letters) > _MOSTLY_CAPITALS
     titled = _title_case(question)
+    owned = own_object_starts(question)
     names: list[str] = []
     for match in _SHAPES.finditer(question):
         span, word = match.group("span"), match.group("word")
         if span and not PATH_SEPARATORS.isdisjoint(span):
             continue  # a path, a URL or a module's path: where the user's files are
-        if not match.group("flag") and introduced_as_own(question, match.start()):
+        if not match.group("flag") and match.start() in owned:
             continue  # "my table user_events", "FROM page_views": the user's own object
         if span and not _EXPRESSION_MARKS.isdisjoint(span):
             found = _expression_names(span)
