@@ -50,6 +50,15 @@ _DEFINED = re.compile(
     r"(?:\s+if\s+not\s+exists)?(?:\s+concurrently)?)\s+([A-Za-z_][\w]*)",
     re.IGNORECASE,
 )
+# A variable an example assigns the result of a call to (`largest = heapq.nlargest(3, data)`,
+# `scheme, netloc, path = urlsplit(url)`, `conn := db.Open()`): the example's own name, in any
+# language. Not a name in capitals (an environment variable, `PGPASSWORD=$(cat f)`), nor a
+# setting given a value in a configuration file (`max_wal_size = 1GB`: no call), which are
+# claims.
+_ASSIGNED = re.compile(
+    r"^[ \t]*((?:[A-Za-z_]\w*[ \t]*,[ \t]*)*[A-Za-z_]\w*)[ \t]*:?=(?!=)[^\n]*?\w\(",
+    re.MULTILINE,
+)
 # Specifics a question may carry into its answer without the documents repeating them: the
 # version it asks about ("2.4"), a product's name in capitals. Not a plain number: "Is the limit
 # 100?" answered "Yes, 100" must still find 100 in the documents. Code-like names (`SOME_SETTING`,
@@ -70,6 +79,8 @@ _COMMAND_FILE = re.compile(
     r"out|bin|dat|dump|gz|tgz|zip|tar|txt|log|csv|json|ya?ml|sql|html?|xml|conf)"
 )
 _SPACE = re.compile(r"\s+")
+# A keyword argument or a setting given its value, in a code span: `text=True`, `when='midnight'`.
+_ARGUMENT = re.compile(r"(?P<name>[A-Za-z_]\w*)\s*=\s*(?P<value>'\w*'|\"\w*\"|\w+)")
 # Latin abbreviations match the dotted-name pattern (`e.g`, `i.e`) but name nothing: an answer
 # that writes "e.g." was refused for a specific "e.g" no document holds. Compared case-folded.
 LATIN_ABBREVIATION = re.compile(r"(?:e\.g|i\.e|a\.k\.a|n\.b|w\.r\.t)\.?")
@@ -139,7 +150,12 @@ def _dotted_parts_found(source: str, term: str) -> bool:
 
 def _defined_names(text: str) -> set[str]:
     """The names an answer's examples define for themselves, normalised."""
-    return {match.casefold() for match in _DEFINED.findall(text)}
+    names = {match.casefold() for match in _DEFINED.findall(text)}
+    for targets in _ASSIGNED.findall(text):
+        names.update(
+            name.strip().casefold() for name in targets.split(",") if any(c.islower() for c in name)
+        )
+    return names
 
 
 def _placeholder(part: str) -> bool:
@@ -175,8 +191,13 @@ def specifics(text: str) -> list[str]:
                 # Plain words only. A call written with its arguments (`createIndex({ unique:
                 # true })`) counts by the name it calls; anything else (`vacuum`) is checked whole.
                 call = _CALL.match(inner)
+                argument = _ARGUMENT.fullmatch(inner)
                 if call and not _PLACEHOLDER.search(inner):
                     parts = [call.group(1)]
+                elif argument and not _PLACEHOLDER.search(inner):
+                    # `text=True`, `when='midnight'`: an argument and the value it is given,
+                    # each a claim; a literal value (True, None, '') is the language's.
+                    parts = [argument.group("name"), argument.group("value").strip("'\"")]
                 elif len(inner.split()) >= 4:
                     continue  # words quoted as code, not a name: the prose check covers them
                 else:
@@ -185,7 +206,12 @@ def specifics(text: str) -> list[str]:
             parts = [match]
         for part in parts:
             term = folded(part.strip())
-            if term and not _placeholder(part) and not LATIN_ABBREVIATION.fullmatch(term):
+            if (
+                term
+                and term not in _LITERALS
+                and not _placeholder(part)
+                and not LATIN_ABBREVIATION.fullmatch(term)
+            ):
                 found.append(term)
     return found
 
@@ -204,7 +230,7 @@ def lexical_support(answer: str, documents: list[str], *, question: str = "") ->
     own = own_names(question)
     body = CITATION.sub(" ", answer)
     # Only code defines names: "the function pg_frobnicate_all" in prose is a claim.
-    defined = _defined_names(" ".join(_FENCED.findall(body) + re.findall(r"`([^`\n]+)`", body)))
+    defined = _defined_names("\n".join(_FENCED.findall(body) + re.findall(r"`([^`\n]+)`", body)))
     unsupported = []
     stems = {w[:5] for w in _words(source) if len(w) > 4}
     for term in specifics(body):
@@ -369,7 +395,8 @@ def prune(answer: str, claims: list[str]) -> str:
     specific reported as "<term> does not appear in the documents": every sentence or code
     block that holds that term goes. What is left was each judged stated by the documents.
     An answer whose opening is flagged prunes to nothing: its first claim, or its first code
-    block when no sentence before that block states anything.
+    block when no sentence before that block states anything. What follows the claims the
+    check judged (`MAX_CLAIMS`) goes too.
     """
     terms = [c.removesuffix(MISSING).casefold() for c in claims if c.endswith(MISSING)]
     sentences = {c for c in claims if not c.endswith(MISSING)}
@@ -405,7 +432,13 @@ def prune(answer: str, claims: list[str]) -> str:
         if block.startswith("```") and flagged(block) and n + 1 < len(blocks)
     }
     kept = []
+    # Only the first MAX_CLAIMS claims were judged: what follows them goes too, or the check
+    # that follows the pruning meets sentences no check has seen, and a draft whose judged
+    # part was mended is refused for its unjudged tail.
+    judged = 0
     for n, block in enumerate(blocks):
+        if judged > MAX_CLAIMS:
+            break
         if block.startswith("```"):
             if not flagged(block):
                 kept.append(block)
@@ -418,7 +451,8 @@ def prune(answer: str, claims: list[str]) -> str:
             pieces = SENTENCE_END.split(line)
             survivors = []
             for piece in pieces:
-                if claim_text(piece) in sentences or flagged(piece):
+                judged += bool(piece_claim(piece))
+                if judged > MAX_CLAIMS or claim_text(piece) in sentences or flagged(piece):
                     continue
                 survivors.append(piece)
             if survivors and not claim_text(" ".join(survivors)):

@@ -2,8 +2,9 @@
 
 A support question names things of the user's: a file by its path ("my worker at
 /srv/app/jobs/resize.js"), an object by its kind ("my table user_events", "the remote branch
-feature_login_v2") or in an SQL statement ("FROM page_views"). No documentation has reason to
-name them, so two checks must not hold their absence against the question:
+feature_login_v2"), as theirs ("my logger `app.worker`") or in an SQL statement ("FROM
+page_views"). No documentation has reason to name them, so two checks must not hold their
+absence against the question:
 
 - the unknown-names lookup (`ragapp/retrieval/coverage.py`) does not refuse the question for
   them;
@@ -20,6 +21,11 @@ import re
 
 # A path's separators: a name in a path is the user's own file or folder.
 PATH_SEPARATORS = frozenset("/\\")
+# The product's own kinds: what follows them is the documentation's to name.
+_PRODUCT_KINDS = (
+    "setting|option|parameter|flag|command|extension|function|method|module|package|library"
+    "|plugin|variable|config|configuration"
+)
 # What introduces the user's own object by its kind, or an SQL statement's table: the things
 # users create and name, and SQL keywords in capitals ("from" in prose is no SQL).
 _KIND = (
@@ -29,6 +35,9 @@ _KIND = (
     r"|containers?|pods?|namespaces?|instances?|accounts?|tenants?|customers?|jobs?|tasks?"
     r"|sites?|domains?)"
     r"(?:\s+(?:called|named))?"
+    # Whatever the user calls theirs: "my logger `app.worker`", "our dataclass Order". Not
+    # the product's own kinds, which a user has too ("my setting wal_keep_segments").
+    rf"|\b(?:my|our)\s+(?!(?:{_PRODUCT_KINDS})s?\b)[a-z]+"
     r"|(?-i:\b(?:FROM|JOIN|INTO|UPDATE|TABLE)))\s+[`'\"]?"
 )
 _KINDS = re.compile(_KIND, re.IGNORECASE)

@@ -77,6 +77,10 @@ logger = logging.getLogger(__name__)
 
 _SHAPES = re.compile(
     r"`(?P<span>[^`\s]+)`"
+    # A call written with spaces in its arguments (`subprocess.run(['pg_dump', 'mydb'], stdout=f)`):
+    # an expression, read as one. A command with spaces (`git log --oneline`) has no parenthesis
+    # and is read word by word.
+    r"|`(?P<call>[^`\n]*[\w\]]\([^`\n]*)`"
     r"|(?<![\w-])(?P<flag>--?[a-z][\w-]*[a-z0-9])"
     r"|(?P<word>\b[A-Za-z][\w.-]*[A-Za-z0-9]\b)"
 )
@@ -122,16 +126,18 @@ def technical_names(question: str) -> list[str]:
     owned = own_object_starts(question)
     names: list[str] = []
     for match in _SHAPES.finditer(question):
-        span, word = match.group("span"), match.group("word")
+        span, word, call = match.group("span"), match.group("word"), match.group("call")
         if span and not PATH_SEPARATORS.isdisjoint(span):
             continue  # a path, a URL or a module's path: where the user's files are
-        if not match.group("flag") and match.start() in owned:
+        # A name in a code span starts after its backtick ("the table `orders`").
+        if not match.group("flag") and match.start(match.lastgroup) in owned:
             continue  # "my table user_events", "FROM page_views": the user's own object
-        if span and not _EXPRESSION_MARKS.isdisjoint(span):
-            found = _expression_names(span)
+        if call or (span and not _EXPRESSION_MARKS.isdisjoint(span)):
+            found = _expression_names(call or span)
         elif word:
             if not _is_name(word, question, match.start(), shouted, titled):
                 continue
+            word = _english_tail_dropped(word, question, match.start(), shouted, titled)
             # Written as a call in plain text: "why does res.setHeader() throw?"
             found = [word + CALL if question.startswith("(", match.end()) else word]
         else:
@@ -176,6 +182,18 @@ def _is_name(word: str, question: str, start: int, shouted: bool, titled: bool) 
         or (_CAMEL.fullmatch(word) and len(word) >= _CAMEL_MIN)
         or (not titled and _is_product_name(word, question, start))
     )
+
+
+def _english_tail_dropped(word: str, question: str, start: int, shouted: bool, titled: bool) -> str:
+    """`base64-encode` names `base64`, `ipv6-only` names `ipv6`: in a compound, the plain
+    lowercase words after the name are English, and the documents write them otherwise
+    ("base64 encoding", "Base64-encoded"). The head must still be a name by itself.
+    """
+    parts = word.split("-")
+    while len(parts) > 1 and parts[-1].isalpha() and parts[-1].islower():
+        parts.pop()
+    head = "-".join(parts)
+    return head if head == word or _is_name(head, question, start, shouted, titled) else word
 
 
 def _is_product_name(word: str, question: str, start: int) -> bool:

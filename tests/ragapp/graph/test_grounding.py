@@ -3,7 +3,14 @@
 import pytest
 
 from ragapp.graph import grounding
-from ragapp.graph.grounding import MISSING, answer_claims, declines, lexical_support, prune
+from ragapp.graph.grounding import (
+    MAX_CLAIMS,
+    MISSING,
+    answer_claims,
+    declines,
+    lexical_support,
+    prune,
+)
 from ragapp.graph.judges import lexical_verdict
 from ragapp.graph.state import RetrievedDoc
 
@@ -109,6 +116,11 @@ MANUAL = [
         ("Use `\\copy` with /srv/exports/file.csv [1].", ("/srv/exports/file.csv",)),
         # A span with no specific inside is checked whole.
         ("Run `vacuum` [1].", ("vacuum",)),
+        # An argument given a value is the argument and the value, each checked; a literal
+        # value (True, None, '') is the language's.
+        ("Pass `verbose=True` [1].", ("verbose",)),
+        ("Pass `mode='vacuum'` [1].", ("mode", "vacuum")),
+        ("Pass `when='midnight'` [1].", ("when", "midnight")),
     ],
 )
 def test_code_spans_count_by_the_specifics_inside(answer, unsupported):
@@ -245,6 +257,18 @@ def test_holes_the_review_found_stay_closed():
     assert lexical_support("Read `request.user` [1].", ["request", "The user."]).unsupported == ()
 
 
+def test_pruning_cuts_what_follows_the_judged_claims():
+    # The check judges the first MAX_CLAIMS claims: after pruning, nothing unjudged is left for
+    # the next check to meet.
+    sentences = [f"Claim number {n} is stated here [1]." for n in range(1, MAX_CLAIMS + 3)]
+    code = "\n\n```bash\nbeta restart\n```\n\n"
+    answer = " ".join(sentences[:3]) + code + " ".join(sentences[3:])
+    judged = answer_claims(answer)
+    assert len(judged) == MAX_CLAIMS
+    pruned = prune(answer, [judged[1]])
+    assert pruned == f"{sentences[0]} {sentences[2]}" + code + " ".join(sentences[3:MAX_CLAIMS])
+
+
 def test_pruning_matches_a_missing_number_as_a_whole_token():
     answer = "It keeps 100 rows [1]. It waits 10 seconds [1]."
     assert prune(answer, [f"10{MISSING}"]) == "It keeps 100 rows [1]."
@@ -375,3 +399,15 @@ def test_the_users_own_files_and_objects_may_be_named_back():
         "feature_login_v2",
         "api_keys.txt",
     )
+
+
+def test_a_variable_an_example_assigns_a_call_to_is_its_own_name():
+    docs = ["heapq.nlargest(n, iterable) returns the n largest elements. urlsplit(url) splits it."]
+    answer = (
+        "Use `heapq.nlargest` [1]:\n\n```python\nlargest_items = heapq.nlargest(3, data)\n"
+        "scheme, net_loc, url_path = urlsplit(url)\n```"
+    )
+    assert lexical_support(answer, docs).unsupported == ()
+    # A setting given a value, or a name in capitals, is a claim: no call defines it.
+    config = "Set it [1]:\n\n```\nmax_wal_size = 1GB\nPG_OUTPUT = run(x)\n```"
+    assert lexical_support(config, docs).unsupported == ("max_wal_size", "pg_output")

@@ -45,8 +45,13 @@ from ragapp.graph.own_names import own_names, own_object_starts
         ("VACUUM on my table `user_events` is slow.", {"user_events"}),
         ("Grant the role report_reader access.", {"report_reader"}),
         ("Why is SELECT * FROM page_views slow?", {"page_views"}),
-        # A product's kinds are not the user's; nor is "from" in prose an SQL keyword.
+        # What the user calls theirs ("my", "our"), whatever its kind.
+        ("My logger `app.worker` logs twice.", {"app.worker"}),
+        ("Our dataclass Order needs a total.", {"order"}),
+        # A product's kinds are not the user's, not even after "my"; nor is "from" in prose an
+        # SQL keyword.
         ("Can the extension pg_cron run?", set()),
+        ("Is my setting wal_keep_segments ignored?", set()),
         ("Can I get support from EnterpriseDB?", set()),
     ],
 )

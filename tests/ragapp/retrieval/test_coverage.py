@@ -81,6 +81,22 @@ from ragapp.retrieval.coverage import never_mentioned, technical_names
         # A call's arguments go, nested calls and a string with a parenthesis among them; a name
         # before a space and a parenthesis is not a call.
         ("Does `f(g(x),'a(b')` work? Argon2 (the KDF) does.", ["f()", "Argon2", "KDF"]),
+        # A call with spaces in its arguments is read as one expression: the user's strings and
+        # arguments in it name nothing. A command with spaces is read word by word.
+        (
+            "I call `subprocess.run(['pg_dump', 'mydb'], stdout=f)`; stderr too?",
+            ["subprocess.run()"],
+        ),
+        ("Does `git log --oneline --since=2.weeks` work?", ["--oneline", "--since"]),
+        # A name in a code span after a kind is the user's too, and so is what they call theirs;
+        # a product's kind (setting) after "my" is not.
+        ("Why is the table `orders` slow?", []),
+        ("My logger `app.worker` and our dataclass Order_Item print twice.", []),
+        ("Is my setting wal_keep_segments ignored?", ["wal_keep_segments"]),
+        # Plain lowercase words after a name in a compound are English: base64-encode names
+        # base64; a compound whose head is no name stays whole, or is no name.
+        ("How do I base64-encode it for an ipv6-only host?", ["base64", "ipv6"]),
+        ("Does gpt-4o-mini or ML-KEM-768 work?", ["gpt-4o", "ML-KEM-768"]),
     ],
 )
 def test_technical_names(question, names):
