@@ -168,6 +168,12 @@ class GeneratePayload(serializers.Serializer):
         help_text="Characters cut where the model started repeating itself (not for the "
         "fallback; absent in older runs).",
     )
+    unjudged_cut_chars = serializers.IntegerField(
+        min_value=0,
+        required=False,
+        help_text="Characters cut after the last claim the answer check judges (with the "
+        "claims check; not for the fallback; absent in older runs).",
+    )
     stopped_repeating = serializers.BooleanField(
         required=False,
         help_text="Whether the reply was stopped while being written, at its first finished "

@@ -379,6 +379,16 @@ def answer_claims(answer: str) -> list[str]:
     return claims[:MAX_CLAIMS]
 
 
+def judged_part(answer: str) -> str:
+    """`answer` up to its last claim the check judges (`MAX_CLAIMS`): what may be shown.
+
+    The claims check judges an answer's first six claims. A longer draft is cut after its sixth,
+    so that no sentence is shown, or left for the check after pruning, that no check has seen.
+    """
+    stated = sum(1 for piece in answer_pieces(answer) if piece_claim(piece))
+    return prune(answer, []) if stated > MAX_CLAIMS else answer
+
+
 # The sentence right after a code block that describes it: "This command imports the file."
 _DESCRIBES_CODE = re.compile(
     r"^\s*(?:this|that|these|the\s+above)\s+(?:commands?|examples?|code|snippet|configuration|"
@@ -432,9 +442,7 @@ def prune(answer: str, claims: list[str]) -> str:
         if block.startswith("```") and flagged(block) and n + 1 < len(blocks)
     }
     kept = []
-    # Only the first MAX_CLAIMS claims were judged: what follows them goes too, or the check
-    # that follows the pruning meets sentences no check has seen, and a draft whose judged
-    # part was mended is refused for its unjudged tail.
+    # Only the first MAX_CLAIMS claims are judged: what follows them goes (`judged_part`).
     judged = 0
     for n, block in enumerate(blocks):
         if judged > MAX_CLAIMS:

@@ -18,7 +18,7 @@ from ragapp.graph import prompts
 from ragapp.graph.context import GraphContext
 from ragapp.graph.drafts import draft_of, repeating, unwrapped
 from ragapp.graph.excerpts import EXCERPT_COMPANIONS, focused
-from ragapp.graph.grounding import declines, prune, supporting
+from ragapp.graph.grounding import declines, judged_part, prune, supporting
 from ragapp.graph.hypothesis import search_text, write_hypothesis
 from ragapp.graph.judges import (
     describe_problem,
@@ -449,7 +449,9 @@ def generate(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
             # letting it write copies to its token cap (up to 20 s of a run on two cores).
             stop_when=repeating,
         )
-        written, finished, answer = draft_of(reply.text, capped=reply.cut)
+        written, finished, kept = draft_of(reply.text, capped=reply.cut)
+        # The claims check judges the first MAX_CLAIMS claims: nothing after them is shown.
+        answer = judged_part(kept) if ctx.models.faithfulness_method == "claims" else kept
     ctx.emitter.emit(
         EventKind.GENERATE,
         {
@@ -463,7 +465,9 @@ def generate(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
             "stopped_repeating": reply.stopped,
             "unfinished_cut_chars": len(written) - len(finished),
             # Characters cut because the model started repeating itself (repetition.py).
-            "repetition_cut_chars": len(finished) - len(answer),
+            "repetition_cut_chars": len(finished) - len(kept),
+            # Characters after the last claim the answer check judges (grounding.judged_part).
+            "unjudged_cut_chars": len(kept) - len(answer),
             "duration_ms": round(timing["ms"], 1),
         },
         node="generate",

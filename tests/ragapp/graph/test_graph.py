@@ -422,6 +422,31 @@ def test_the_claims_check_vetoes_a_missing_specific_and_judges_each_sentence(
     assert "beta_rotate_hours does not appear in the documents" in grade["problematic_claims"]
 
 
+@pytest.mark.parametrize("models", ["logprobs"], indirect=True)
+def test_with_the_claims_check_an_answer_is_cut_after_the_last_claim_it_judges(
+    knowledge_base, models, script
+):
+    from dataclasses import replace
+
+    from ragapp.graph.grounding import MAX_CLAIMS
+
+    claims = replace(models, faithfulness_method="claims")
+    script.relevance = lambda q, doc: 1.0
+    judged = []
+    script.faithfulness = lambda claim, docs: judged.append(claim) or 0.9
+    sentences = [f"Beta logs rotate in step number {n} [1]." for n in range(1, MAX_CLAIMS + 3)]
+    script.generate = lambda q, docs: " ".join(sentences)
+    run = ask("How do beta logs rotate?", claims, answer_confidence_threshold=0.35)
+
+    # Every sentence shown was judged; the two after the sixth were cut before the check.
+    assert run.status == QueryRun.Status.ANSWERED
+    assert run.answer == " ".join(sentences[:MAX_CLAIMS])
+    assert len(judged) == MAX_CLAIMS
+    generate = payloads(run, "generate")[0]
+    assert generate["unjudged_cut_chars"] == len(" ".join(sentences)) - len(run.answer)
+    assert generate["answer_chars"] == len(run.answer)
+
+
 def test_chunks_after_the_first_are_shown_as_excerpts(
     knowledge_base, models, script, fake_embeddings
 ):
