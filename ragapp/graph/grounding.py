@@ -59,6 +59,9 @@ _ASSIGNED = re.compile(
     r"^[ \t]*((?:[A-Za-z_]\w*[ \t]*,[ \t]*)*[A-Za-z_]\w*)[ \t]*:?=(?!=)[^\n]*?\w\(",
     re.MULTILINE,
 )
+# A bare file name an example's code gives as a string (`open('output.log', 'w')`): the example's
+# own file, as a file given to a command is (`_COMMAND_FILE`). A path is still a claim.
+_QUOTED_FILE = re.compile(r"""['"]([\w-]+\.[A-Za-z0-9]{1,5})['"]""")
 # Specifics a question may carry into its answer without the documents repeating them: the
 # version it asks about ("2.4"), a product's name in capitals. Not a plain number: "Is the limit
 # 100?" answered "Yes, 100" must still find 100 in the documents. Code-like names (`SOME_SETTING`,
@@ -151,6 +154,7 @@ def _dotted_parts_found(source: str, term: str) -> bool:
 def _defined_names(text: str) -> set[str]:
     """The names an answer's examples define for themselves, normalised."""
     names = {match.casefold() for match in _DEFINED.findall(text)}
+    names.update(match.casefold() for match in _QUOTED_FILE.findall(text))
     for targets in _ASSIGNED.findall(text):
         names.update(
             name.strip().casefold() for name in targets.split(",") if any(c.islower() for c in name)
@@ -196,8 +200,10 @@ def specifics(text: str) -> list[str]:
                     parts = [call.group(1)]
                 elif argument and not _PLACEHOLDER.search(inner):
                     # `text=True`, `when='midnight'`: an argument and the value it is given,
-                    # each a claim; a literal value (True, None, '') is the language's.
-                    parts = [argument.group("name"), argument.group("value").strip("'\"")]
+                    # each a claim; a literal value (True, None, '') is the language's, and a
+                    # one-letter one (`stderr=f`) the example's variable.
+                    value = argument.group("value").strip("'\"")
+                    parts = [argument.group("name")] + ([value] if len(value) > 1 else [])
                 elif len(inner.split()) >= 4:
                     continue  # words quoted as code, not a name: the prose check covers them
                 else:

@@ -43,6 +43,9 @@ _KIND = (
 _KINDS = re.compile(_KIND, re.IGNORECASE)
 # A path in plain text or in a code span: parts joined by slashes or backslashes.
 _PATH = re.compile(r"[\w.~:$-]*(?:[/\\]+[\w.~$-]+)+[/\\]?")
+# A code span of the question, and a string in it.
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+_STRING = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"")
 # A name that may follow a kind: a word with a letter, maybe dotted, dashed or underscored.
 _NAME_AFTER = re.compile(r"[A-Za-z_][\w.-]*\w")
 
@@ -61,7 +64,9 @@ def own_names(question: str) -> frozenset[str]:
 
     `./data/config.json` gives itself, its tails (`/data/config.json`, `data/config.json`,
     `config.json`, ...) and its parts; "the remote branch feature_login_v2" gives
-    `feature_login_v2`.
+    `feature_login_v2`; `` `subprocess.run(['pg_dump', 'mydb'])` `` gives the strings of the
+    user's code, `pg_dump` and `mydb`. A name in that code outside a string (a function, an
+    argument) is not the user's: a made-up API asked about stays a specific to check.
     """
     names: set[str] = set()
     for path in _PATH.findall(question):
@@ -75,4 +80,9 @@ def own_names(question: str) -> frozenset[str]:
         match = _NAME_AFTER.match(question, start)
         if match:
             names.add(match.group().casefold())
+    # The strings of the user's code are their data: `subprocess.run(['pg_dump', 'mydb'])`.
+    for span in _CODE_SPAN.findall(question):
+        for string in _STRING.findall(span):
+            text = string[1:-1].casefold()
+            names.update({text, *text.split()} - {""})
     return frozenset(names)

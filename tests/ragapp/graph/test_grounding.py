@@ -411,3 +411,20 @@ def test_a_variable_an_example_assigns_a_call_to_is_its_own_name():
     # A setting given a value, or a name in capitals, is a claim: no call defines it.
     config = "Set it [1]:\n\n```\nmax_wal_size = 1GB\nPG_OUTPUT = run(x)\n```"
     assert lexical_support(config, docs).unsupported == ("max_wal_size", "pg_output")
+
+
+def test_a_file_an_examples_code_opens_is_its_own_and_the_users_strings_are_theirs():
+    docs = ["subprocess.run(args, *, stdout=None, stderr=None): stderr=STDOUT joins the two."]
+    question = "I call `subprocess.run(['pg_dump', 'mydb'], stdout=f)`. Where does stderr go?"
+    answer = (
+        "Pass `stderr=subprocess.STDOUT` [1]:\n\n```python\nwith open('dump.log', 'w') as f:\n"
+        "    subprocess.run(['pg_dump', 'mydb'], stdout=f, stderr=subprocess.STDOUT)\n```\n\n"
+        "Both streams of `pg_dump` then go to `dump.log`."
+    )
+    assert lexical_support(answer, docs, question=question).unsupported == ()
+    # Asked without the user's code, the command is a specific the documents must hold; a path
+    # the example opens is a claim too.
+    bare = "Where does stderr of pg_dump go?"
+    assert lexical_support(answer, docs, question=bare).unsupported == ("pg_dump",)
+    path = answer.replace("'dump.log'", "'/var/log/dump.log'")
+    assert "/var/log/dump.log" in lexical_support(path, docs, question=question).unsupported

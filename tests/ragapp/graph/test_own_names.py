@@ -45,6 +45,12 @@ from ragapp.graph.own_names import own_names, own_object_starts
         ("VACUUM on my table `user_events` is slow.", {"user_events"}),
         ("Grant the role report_reader access.", {"report_reader"}),
         ("Why is SELECT * FROM page_views slow?", {"page_views"}),
+        # The strings of the user's code are theirs; its functions and arguments are not.
+        (
+            "Why does `subprocess.run(['pg_dump', 'my db'], stdout=f)` fail?",
+            {"pg_dump", "my db", "my", "db"},
+        ),
+        ("Does `json.dumps(d, sort_arrays=True)` work?", set()),
         # What the user calls theirs ("my", "our"), whatever its kind.
         ("My logger `app.worker` logs twice.", {"app.worker"}),
         ("Our dataclass Order needs a total.", {"order"}),
