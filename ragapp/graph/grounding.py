@@ -61,7 +61,7 @@ _ASSIGNED = re.compile(
 )
 # A bare file name an example's code gives as a string (`open('output.log', 'w')`): the example's
 # own file, as a file given to a command is (`_COMMAND_FILE`). A path is still a claim.
-_QUOTED_FILE = re.compile(r"""['"]([\w-]+\.[A-Za-z0-9]{1,5})['"]""")
+_QUOTED_FILE = re.compile(r"""['"]([A-Za-z_][\w-]*\.[A-Za-z]\w{0,4})['"]""")
 # Specifics a question may carry into its answer without the documents repeating them: the
 # version it asks about ("2.4"), a product's name in capitals. Not a plain number: "Is the limit
 # 100?" answered "Yes, 100" must still find 100 in the documents. Code-like names (`SOME_SETTING`,
@@ -154,7 +154,12 @@ def _dotted_parts_found(source: str, term: str) -> bool:
 def _defined_names(text: str) -> set[str]:
     """The names an answer's examples define for themselves, normalised."""
     names = {match.casefold() for match in _DEFINED.findall(text)}
-    names.update(match.casefold() for match in _QUOTED_FILE.findall(text))
+    names.update(
+        name.casefold()
+        for name in _QUOTED_FILE.findall(text)
+        # A file's extension, not a module's path ('os.path') or a version ('v1.2').
+        if _FILE_NAME.search(name) or _COMMAND_FILE.fullmatch(name)
+    )
     for targets in _ASSIGNED.findall(text):
         names.update(
             name.strip().casefold() for name in targets.split(",") if any(c.islower() for c in name)

@@ -428,3 +428,6 @@ def test_a_file_an_examples_code_opens_is_its_own_and_the_users_strings_are_thei
     assert lexical_support(answer, docs, question=bare).unsupported == ("pg_dump",)
     path = answer.replace("'dump.log'", "'/var/log/dump.log'")
     assert "/var/log/dump.log" in lexical_support(path, docs, question=question).unsupported
+    # A quoted module path or version is no file the example opens.
+    module = "Call `import_module('os.path')` [1].\n\n```python\nimport_module('os.path')\n```"
+    assert lexical_support(module, docs).unsupported == ("import_module", "os.path")
