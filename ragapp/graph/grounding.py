@@ -205,8 +205,8 @@ def specifics(text: str) -> list[str]:
                     parts = [call.group(1)]
                 elif argument and not _PLACEHOLDER.search(inner):
                     # `text=True`, `when='midnight'`: an argument and the value it is given,
-                    # each a claim; a literal value (True, None, '') is the language's, and a
-                    # one-letter one (`stderr=f`) the example's variable.
+                    # each a claim; a literal value (True, None) backs nothing and needs nothing
+                    # (`_LITERALS`), and a one-letter one (`stderr=f`) is the example's variable.
                     value = argument.group("value").strip("'\"")
                     parts = [argument.group("name")] + ([value] if len(value) > 1 else [])
                 elif len(inner.split()) >= 4:
@@ -217,12 +217,7 @@ def specifics(text: str) -> list[str]:
             parts = [match]
         for part in parts:
             term = folded(part.strip())
-            if (
-                term
-                and term not in _LITERALS
-                and not _placeholder(part)
-                and not LATIN_ABBREVIATION.fullmatch(term)
-            ):
+            if term and not _placeholder(part) and not LATIN_ABBREVIATION.fullmatch(term):
                 found.append(term)
     return found
 
