@@ -110,6 +110,18 @@ _SENTENCE_END = (".", "?", "!", ":", ";")
 # What may stand between a sentence's end and its first word: space, quotes, a parenthesis.
 _OPENERS = " \t\r\n\"'(\u201c\u2018"
 _VERSION_TAG = re.compile(r"v\d+(?:[.-]\w+)*", re.IGNORECASE)
+# Two or more capitalised words in a row, each maybe possessive: a product's name made of common
+# words (Azure Key Vault, App Service, Let's Encrypt) that no single word shows.
+_CAPITALISED_RUN = re.compile(
+    r"(?<![\w.-])[A-Z][a-z]+(?:['\u2019]s)?(?:[ -][A-Z][a-z]+(?:['\u2019]s)?)+(?![\w-])"
+)
+_POSSESSIVE = re.compile(r"['\u2019]s$")
+# Small words that a title capitalises but prose does not, inside a sentence.
+_PHRASE_BREAKS = frozenset(
+    "a an and are at be but by can could do does for from how in into is it its may might my "
+    "no not of on or our out over should so than that the their these they this those to up "
+    "was we what when where which who why will with would you your".split()
+)
 # A question written in capitals is shouted, not full of acronyms.
 _MOSTLY_CAPITALS = 0.6
 # The most names one question is checked for (each may scan the chunks).
@@ -143,7 +155,32 @@ def technical_names(question: str) -> list[str]:
         else:
             found = [span or match.group("flag")]
         names += [n for n in found if n.casefold() not in {m.casefold() for m in names}]
+    if not shouted:
+        names += [p for p in capitalised_phrases(question) if p not in names]
     return names[:MAX_NAMES]
+
+
+def capitalised_phrases(question: str) -> list[str]:
+    """The names of two or more capitalised words inside a sentence (Azure Key Vault).
+
+    Each word is common, so no word alone is a name, but the knowledge base that never writes
+    them together does not cover the product. A sentence's first word is left out. A question
+    that capitalises a small word inside a sentence ("Store Keys In Azure") or its other common
+    words is a title, where any run may be plain words.
+    """
+    phrases: list[str] = []
+    for match in _CAPITALISED_RUN.finditer(question):
+        words = re.split(r"[ -]", match.group())
+        if _starts_sentence(question, match.start()):
+            words = words[1:]
+        if any(_POSSESSIVE.sub("", word).casefold() in _PHRASE_BREAKS for word in words):
+            return []
+        if len(words) >= 2 and " ".join(words) not in phrases:
+            phrases.append(" ".join(words))
+    rest = question
+    for phrase in phrases:
+        rest = rest.replace(phrase, " ")
+    return [] if _title_case(rest) else phrases
 
 
 def _expression_names(code: str) -> list[str]:
@@ -200,14 +237,15 @@ def _is_product_name(word: str, question: str, start: int) -> bool:
     """Whether `word` is capitalised inside a sentence and is no common word (Kubernetes)."""
     if not _CAPITALISED.fullmatch(word) or _known(word):
         return False
+    return not _starts_sentence(question, start)
+
+
+def _starts_sentence(question: str, start: int) -> bool:
+    """Whether the word at `start` is a sentence's first, where any word is capitalised."""
     before = question[:start]
     sentence = before.rstrip(_OPENERS)
     # A line break starts a sentence too: a pasted question's lines often have no full stop.
-    return (
-        bool(sentence)
-        and not sentence.endswith(_SENTENCE_END)
-        and "\n" not in before[len(sentence) :]
-    )
+    return not sentence or sentence.endswith(_SENTENCE_END) or "\n" in before[len(sentence) :]
 
 
 def _known(word: str) -> bool:
@@ -269,6 +307,9 @@ def _pattern(name: str) -> str:
     dotted name also matches its last two parts, the first maybe the end of a longer word
     (fs.promises.readFile: fsPromises.readFile); a call, its method as a member (.listen).
     """
+    if " " in name:  # a name of words: across a line break or a dash, possessive or not
+        words = (re.escape(_POSSESSIVE.sub("", word)) + "(['\u2019]s)?" for word in name.split())
+        return "(^|[^[:alnum:]_])" + "[[:space:]-]+".join(words) + "($|[^[:alnum:]_])"
     called = name.endswith(CALL)
     name = name.removesuffix(CALL)
     body = "-?".join(re.escape(part) for part in name.split("-") if part)

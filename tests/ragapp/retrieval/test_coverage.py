@@ -45,6 +45,18 @@ from ragapp.retrieval.coverage import never_mentioned, technical_names
         # words, plain numbers and words.
         ("I need a 32-byte secret from a .p7b file for our CI.", []),
         ("Does v2 keep append-only tables for 30 days?", []),
+        # Capitalised common words in a row inside a sentence: a product's name that no word
+        # alone shows. A sentence's first word is no part of it.
+        (
+            "How do I upload our PFX certificate to Azure Key Vault so App Service can use it?",
+            ["PFX", "Azure Key Vault", "App Service"],
+        ),
+        ("Azure Key Vault: how do I use it?", ["Key Vault"]),
+        ("Is the Support Portal slow? Google Cloud Run too?", ["Support Portal", "Cloud Run"]),
+        # ... and none in a title, where a small word is capitalised, nor in capitals.
+        ("How To Store Keys In Azure Key Vault", []),
+        ("Does the Single Sign On page work?", []),
+        ("WHERE IS AZURE KEY VAULT?", []),
         # Latin abbreviations are shaped like dotted names but name nothing.
         ("How do I cap a file, e.g. at 10 MiB, i.e. smaller? E.g. tar.gz", ["tar.gz"]),
         ("HOW DO I RESET MY PASSWORD?", []),
@@ -153,6 +165,19 @@ def test_an_api_name_is_found_as_the_reference_writes_it(knowledge_base):
             "fs.promises.glob()",
         ]
     ) == ["fs.mkdirSync()", "myServer.listen", "import.meta.readFile", "fs.promises.glob()"]
+
+
+def test_a_name_of_words_is_found_across_a_line_break_a_dash_or_a_possessive(knowledge_base):
+    from ragapp.models import Chunk
+
+    chunk = Chunk.objects.first()
+    chunk.text += (
+        " Keep it in an Azure key\nvault, or in Django\u2019s admin site, or single sign-on."
+    )
+    chunk.save()
+    assert never_mentioned(
+        ["Azure Key Vault", "Django Admin Site", "Single Sign", "App Service", "Key Vaults"]
+    ) == ["App Service", "Key Vaults"]
 
 
 def test_product_names_are_left_out_when_the_vocabulary_cannot_be_read(monkeypatch, caplog):
