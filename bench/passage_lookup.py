@@ -1,13 +1,15 @@
 """Offline: the names the search passage gives, looked up on the pages the search found.
 
-Measured and not adopted (docs/evaluation.md, "Measured and not adopted: the passage's names
-looked up on the found pages (2026-12-07, stop 64)"). A reference page is found more often than
-its chunk that answers, and the passage the model writes for the search (RAG_HYDE) often names
-the option that answers (`-nokeys`, `-subj`). This looks up the passage's names (not numbers)
-that what the writer is shown lacks, as words, in the chunks of the found pages, and adds the
-pieces holding them (the unit with the name and the one after it, at most `--budget`
-characters) to the excerpt of their page's hit: the rarest name first, a chunk whose line opens
-with the name (one that defines it) counted double.
+Measured and not adopted (docs/evaluation.md, "Where the facts are; the passage's names looked
+up, not adopted; a product's name of common words (2026-12-07, stop 64)"). A reference page is
+found more often than its chunk that answers, and the passage the model writes for the search
+(RAG_HYDE) often names the option that answers (`-nokeys`, `-subj`). This looks up the passage's
+names (not numbers) that what the writer is shown lacks, as words, in the chunks of the found
+pages, and adds the pieces holding them (the unit with the name and the one after it, at most
+`--budget` characters) to the excerpt of their page's hit: the rarest name first, a chunk whose
+line opens with the name (one that defines it) counted double. A name in a hit's whole chunk
+counts as shown, as the answer check reads it (`judges.support_text`), even where its excerpt
+cut it.
 
 For each run of evaluation NAME with one retrieval (answerable and unanswerable questions), the
 retrieval is made again as `writer_replay` makes it (the recorded hits and passage), and it
@@ -40,7 +42,7 @@ from ragapp.graph.grounding import contains_term, folded  # noqa: E402
 from ragapp.graph.judges import unsupported_specifics  # noqa: E402
 from ragapp.graph.state import RetrievedDoc  # noqa: E402
 
-# How long a looked-up piece may be when excerpts are off (RAG_EXCERPT_CHARS=0).
+# How long a looked-up piece may be: the product's excerpt budget (RAG_EXCERPT_CHARS).
 PASSAGE_PIECE_CHARS = 300
 # A number (a port, a count, a version) is no name to look up.
 _NUMBER = re.compile(r"[\d.,:]+")
