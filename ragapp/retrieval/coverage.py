@@ -155,12 +155,12 @@ def technical_names(question: str) -> list[str]:
         else:
             found = [span or match.group("flag")]
         names += [n for n in found if n.casefold() not in {m.casefold() for m in names}]
-    if not shouted:
-        names += [p for p in capitalised_phrases(question) if p not in names]
+    if not shouted:  # a phrase has spaces: no shape above gives it
+        names += _capitalised_phrases(question)
     return names[:MAX_NAMES]
 
 
-def capitalised_phrases(question: str) -> list[str]:
+def _capitalised_phrases(question: str) -> list[str]:
     """The names of two or more capitalised words inside a sentence (Azure Key Vault).
 
     Each word is common, so no word alone is a name, but the knowledge base that never writes
