@@ -334,9 +334,10 @@ def _lookup_pattern(name: str) -> str:
     capitals: in lowercase it is the English word ("other file storages"), which a knowledge
     base that never had the setting still writes. An acronym no vocabulary knows (CSV, QUIC)
     may be written in lowercase in code (`--format csv`), so its case still does not matter.
+    Without the vocabulary no word is known to be common, and every name is found in any case.
     """
     pattern = _pattern(name)
-    if name.isupper() and name.isalpha() and _known(name):
+    if name.isupper() and name.isalpha() and common_words() is not None and _known(name):
         return "(?c)" + pattern  # PostgreSQL's embedded option: case-sensitive despite `~*`
     return pattern
 
