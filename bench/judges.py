@@ -146,6 +146,9 @@ def evaluate(model_name: str, method: str, items: list[dict], kinds=("relevance"
                         docs,
                         list(range(1, len(docs) + 1)),
                         usage=usage,
+                        # The product's threshold: the claims check stops at an opening claim
+                        # under it, so it must judge with the one the figures are read at.
+                        threshold=answer_threshold(method),
                     )
                     value = verdict.faithfulness_score
                     passed = value >= answer_threshold(method) and (

@@ -217,6 +217,12 @@ class RefinePayload(serializers.Serializer):
     )
     before_chars = serializers.IntegerField(min_value=0)
     after_chars = serializers.IntegerField(min_value=0)
+    unrevised = serializers.BooleanField(
+        required=False,
+        help_text="True when the refinement left nothing new to check (pruning cut the whole "
+        "answer, or a rewrite changed nothing): the run ends refused as unfaithful with no second "
+        "grade_answer. Absent in events stored before 2026-12-07.",
+    )
     duration_ms = serializers.FloatField()
 
 

@@ -57,6 +57,10 @@ def build_graph(*, observed: bool = True):
             _after_grade_answer,
             {"answered": END, "refine_answer": "refine_answer", "refused": END},
         )
-        .add_edge("refine_answer", "grade_answer")
+        .add_conditional_edges(
+            "refine_answer",
+            routes.after_refine,
+            {"grade_answer": "grade_answer", "refused": END},
+        )
         .compile()
     )

@@ -404,6 +404,29 @@ _DESCRIBES_CODE = re.compile(
 MISSING = " does not appear in the documents"  # how a specific no document holds is reported
 
 
+def _blocks(answer: str) -> list[str]:
+    """`answer` split into its prose and its fenced code blocks (odd indexes), in order."""
+    return re.split(r"(```.*?(?:```|$))", answer, flags=re.DOTALL)
+
+
+def _opens_with_code(blocks: list[str]) -> bool:
+    return len(blocks) > 1 and not answer_claims(blocks[0])
+
+
+def opening_claim(answer: str) -> str | None:
+    """The claim of `answer` that `prune` cuts the whole answer for, or None.
+
+    That is its first claim, unless the answer states nothing before its first code block: then
+    the code is its opening, and a doubted sentence after it goes alone. The claims check stops
+    at a doubted opening claim, since nothing the later verdicts say can leave an answer to show.
+    """
+    blocks = _blocks(answer)
+    if _opens_with_code(blocks):
+        return None
+    claims = answer_claims(answer)
+    return claims[0] if claims else None
+
+
 def prune(answer: str, claims: list[str]) -> str:
     """`answer` without the sentences (and code blocks) that `claims` flags.
 
@@ -421,17 +444,17 @@ def prune(answer: str, claims: list[str]) -> str:
         source = folded(text)
         return any(contains_term(source, term) for term in terms)
 
-    blocks = re.split(r"(```.*?(?:```|$))", answer, flags=re.DOTALL)
+    blocks = _blocks(answer)
     # The writer is asked to start with the direct answer. When that is what the documents do
     # not state, cutting it leaves true sentences that answer nothing: no answer is left. An
     # answer that states nothing before its first code block ("Run the following command:")
     # opens with that code: a sentence after it that the judge doubts ("This command tells the
     # server to ...") is pruned alone, and the command stays.
-    if len(blocks) > 1 and not answer_claims(blocks[0]):
+    if _opens_with_code(blocks):
         if flagged(blocks[1]):
             return ""
-    elif (opening := answer_claims(answer)[:1]) and (
-        opening[0] in sentences or any(contains_term(folded(opening[0]), t) for t in terms)
+    elif (opening := opening_claim(answer)) and (
+        opening in sentences or any(contains_term(folded(opening), t) for t in terms)
     ):
         return ""
     # A code block that goes takes the sentence announcing it ("Run the following command:")

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from ragapp.graph import prompts
 from ragapp.graph.context import ChatModels, Usage
-from ragapp.graph.grounding import MISSING, answer_claims, lexical_support
+from ragapp.graph.grounding import MISSING, answer_claims, lexical_support, opening_claim
 from ragapp.graph.schemas import AnswerFaithfulness, DocumentRelevance
 from ragapp.graph.state import RetrievedDoc
 from ragapp.providers.model_errors import (
@@ -412,7 +412,9 @@ def claims_verdict(
         # would say of the sentence around it.
         return lexical.model_copy(update={"faithfulness_score": 0.0, "hallucination_risk": "high"})
     supports = []
-    for claim in answer_claims(answer):
+    opening = opening_claim(answer)
+    claims = answer_claims(answer)
+    for claim in claims:
         p = _with_retry(
             lambda claim=claim: yes_probability(
                 models.grader,
@@ -422,8 +424,14 @@ def claims_verdict(
             task="grade_answer",
         )
         supports.append((claim, p))
+        if len(supports) == 1 and claim == opening and p < threshold:
+            # Pruning leaves nothing of an answer whose opening the documents do not state
+            # (grounding.prune): whatever the later claims score, none of it is shown, so they
+            # are not asked about (about half a second each on two cores).
+            break
     if not supports:
         return lexical  # nothing but code and headings: the specifics (all found) decide
+    unjudged = len(claims) - len(supports)
     weakest = min(p for _, p in supports)
     # The sentences as written by `answer_claims`, so refinement can drop exactly them.
     doubtful = [claim for claim, p in supports if p < threshold]
@@ -436,6 +444,7 @@ def claims_verdict(
         reasoning=(
             f"{lexical.reasoning}. Each claim, P(the documents state it): "
             + "; ".join(f"{p:.2f}" for _, p in supports)
+            + (f"; the opening is not stated, the other {unjudged} not judged" if unjudged else "")
         ),
         problematic_claims=doubtful,
         faithfulness_score=round(weakest, 3),

@@ -612,6 +612,9 @@ def refine_answer(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
                     usage=ctx.usage,
                 )
             )
+    # Pruning that cuts everything (a doubted opening), or a revision that changes nothing, leaves
+    # the answer the check just refused: checking it again would repeat that verdict.
+    unrevised = not after.strip() or after == before
     ctx.emitter.emit(
         EventKind.REFINE,
         {
@@ -619,9 +622,14 @@ def refine_answer(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
             "method": "prune" if pruning else "rewrite",
             "before_chars": len(before),
             "after_chars": len(after),
+            "unrevised": unrevised,
             "duration_ms": round(timing["ms"], 1),
         },
         node="refine_answer",
         duration_ms=timing["ms"],
     )
-    return {"generation": after or before, "correction_count": 1}
+    return {
+        "generation": before if unrevised else after,
+        "correction_count": 1,
+        "unrevised": unrevised,
+    }

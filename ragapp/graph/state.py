@@ -93,6 +93,9 @@ class RAGState(TypedDict, total=False):
     answer_grade: AnswerGrade | None
     iteration_count: Annotated[int, operator.add]  # retrievals so far
     correction_count: Annotated[int, operator.add]  # refinements so far
+    # The refinement left the answer as the check refused it (pruning cut it all, or a rewrite
+    # changed nothing): the run ends refused without a second check of the same text.
+    unrevised: bool
 
 
 def usable_numbers(state: RAGState) -> list[int]:

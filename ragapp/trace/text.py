@@ -114,7 +114,10 @@ def _supporting(payload: dict) -> str:
 
 
 def _refine(payload: dict) -> str:
-    return f"refined the answer to drop {len(payload['problematic_claims'])} claim(s)"
+    text = f"refined the answer to drop {len(payload['problematic_claims'])} claim(s)"
+    if payload.get("unrevised"):  # absent in events before 2026-12-07
+        text += ": nothing new was left to check, so it is refused without a second check"
+    return text
 
 
 def _answer(payload: dict) -> str:

@@ -82,7 +82,7 @@
       case "grade_answer":
         if (p.declined) { return "the answer says the documents do not cover the question" + ms(p); }
         return (p.after_refinement ? "refined answer checked: " : "answer checked: ") + (p.faithful ? "faithful" : "not faithful") + ", " + p.hallucination_risk + " risk" + ms(p) + supporting(p) + claims(p);
-      case "refine": return "refined the answer" + ms(p);
+      case "refine": return (p.unrevised ? "refinement left nothing new to check: refused without a second check" : "refined the answer") + ms(p);
       case "answer": return "final: " + p.status + (p.refusal_reason ? " (" + (refusalReasons[p.refusal_reason] || p.refusal_reason) + ")" : "");
       case "error": return "error: " + p.message;
       case "done": return "done (" + p.status + ")";

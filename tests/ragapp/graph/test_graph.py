@@ -423,6 +423,54 @@ def test_the_claims_check_vetoes_a_missing_specific_and_judges_each_sentence(
 
 
 @pytest.mark.parametrize("models", ["logprobs"], indirect=True)
+def test_a_doubted_opening_is_refused_without_judging_the_rest_or_checking_twice(
+    knowledge_base, models, script
+):
+    from dataclasses import replace
+
+    claims = replace(models, faithfulness_method="claims")
+    script.relevance = lambda q, doc: 1.0
+    judged = []
+
+    def support(claim, docs):
+        judged.append(claim)
+        return 0.1 if "hourly" in claim else 0.9
+
+    script.faithfulness = support
+    script.generate = lambda q, docs: (
+        "Beta logs rotate hourly by default. They are kept for a week. Old ones are compressed."
+    )
+    run = ask("How do beta logs rotate?", claims, answer_confidence_threshold=0.35)
+
+    # Pruning cuts an answer whose opening is doubted to nothing: the later sentences could not
+    # change that, so they were not asked about, and the unchanged draft is not checked again.
+    assert judged == ["Beta logs rotate hourly by default."]
+    assert kinds(run)[-5:] == ["generate", "grade_answer", "refine", "answer", "done"]
+    check = payloads(run, "grade_answer")[0]
+    assert check["problematic_claims"] == ["Beta logs rotate hourly by default."]
+    assert "the other 2 not judged" in check["reasoning"]
+    refine = payloads(run, "refine")[0]
+    assert refine["unrevised"] is True and refine["after_chars"] == 0
+    assert run.status == QueryRun.Status.REFUSED
+    assert run.response_metadata["refusal_reason"] == "unfaithful"
+    assert run.response_metadata["refined"] is True
+    assert run.response_metadata["draft_answer"].startswith("Beta logs rotate hourly")
+
+    # A doubted sentence after a stated opening is judged with the rest, pruned, and the
+    # shorter answer checked again.
+    judged.clear()
+    script.generate = lambda q, docs: (
+        "Beta logs rotate daily. They are kept for a week. Old ones are compressed hourly."
+    )
+    run = ask("How do beta logs rotate?", claims, answer_confidence_threshold=0.35)
+    assert len(judged) == 3 + 2
+    assert payloads(run, "refine")[0]["unrevised"] is False
+    assert kinds(run).count("grade_answer") == 2
+    assert run.status == QueryRun.Status.ANSWERED
+    assert run.answer == "Beta logs rotate daily. They are kept for a week."
+
+
+@pytest.mark.parametrize("models", ["logprobs"], indirect=True)
 def test_with_the_claims_check_an_answer_is_cut_after_the_last_claim_it_judges(
     knowledge_base, models, script
 ):

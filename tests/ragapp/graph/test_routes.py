@@ -3,7 +3,12 @@
 import pytest
 
 from ragapp.graph.context import GraphLimits
-from ragapp.graph.routes import after_generate, after_grade_answer, after_grade_docs
+from ragapp.graph.routes import (
+    after_generate,
+    after_grade_answer,
+    after_grade_docs,
+    after_refine,
+)
 from ragapp.graph.state import AnswerGrade, RetrievedDoc
 
 LIMITS = GraphLimits()
@@ -67,3 +72,12 @@ def test_faithful_after_refinement_is_answered():
 def test_still_unfaithful_after_the_one_refinement_is_refused():
     state = {"answer_grade": grade(False), "correction_count": 1}
     assert after_grade_answer(state, LIMITS) == "refused"
+
+
+def test_a_revised_answer_is_checked_again():
+    assert after_refine({"unrevised": False}) == "grade_answer"
+    assert after_refine({}) == "grade_answer"  # a state from before the flag existed
+
+
+def test_an_answer_the_refinement_left_as_it_was_is_refused_without_a_second_check():
+    assert after_refine({"unrevised": True}) == "refused"

@@ -60,3 +60,18 @@ def test_an_answer_check_names_the_passages_it_added_from_the_same_pages():
     plain = "faithfulness 0.61, risk low: faithful"
     assert describe("grade_answer", {**CHECK, "supporting_documents": []}) == plain
     assert describe("grade_answer", CHECK) == plain  # an event stored before the lookup
+
+
+def test_a_refinement_that_left_nothing_new_says_the_run_was_not_checked_again():
+    refine = {"problematic_claims": ["Beta logs rotate hourly."], "before_chars": 40}
+    assert describe("refine", {**refine, "after_chars": 25, "unrevised": False}) == (
+        "refined the answer to drop 1 claim(s)"
+    )
+    assert describe("refine", {**refine, "after_chars": 0, "unrevised": True}) == (
+        "refined the answer to drop 1 claim(s): nothing new was left to check, so it is refused "
+        "without a second check"
+    )
+    # An event stored before the flag existed reads as before.
+    assert describe("refine", {**refine, "after_chars": 25}) == (
+        "refined the answer to drop 1 claim(s)"
+    )
