@@ -114,6 +114,9 @@ class GraphContext:
     limits: GraphLimits = field(default_factory=GraphLimits)
     usage: Usage = field(default_factory=Usage)
     timings: dict[str, float] = field(default_factory=dict)  # node -> total ms
+    # The claims check's verdicts of this run, by prompt: a claim asked again over the same
+    # documents (a pruned answer's surviving sentences) is not put to the model twice.
+    claim_verdicts: dict[str, float] = field(default_factory=dict)
     # time.monotonic() by which the run must be done (RAG_RUN_MAX_SECONDS); None: no limit.
     deadline: float | None = None
     max_seconds: float | None = None  # the limit the deadline came from, for the message

@@ -304,17 +304,19 @@ def judge_faithfulness(
     *,
     usage: Usage,
     threshold: float = 0.5,
+    memo: dict[str, float] | None = None,
 ) -> AnswerFaithfulness:
     """Whether documents `usable` of `docs` support every claim of `answer`, by the method set.
 
     `threshold` is the answer threshold in force; the claims method names the sentences under
-    it as the problematic claims.
+    it as the problematic claims. `memo` keeps the claims method's verdicts by prompt, for the
+    run's next check.
     """
     if models.faithfulness_method == "lexical":
         return lexical_verdict(question, answer, [docs[n - 1] for n in usable])
     if models.faithfulness_method == "claims":
         return claims_verdict(
-            models, question, answer, docs, usable, usage=usage, threshold=threshold
+            models, question, answer, docs, usable, usage=usage, threshold=threshold, memo=memo
         )
     if models.faithfulness_method == "logprobs":
         p = _with_retry(
@@ -398,6 +400,7 @@ def claims_verdict(
     *,
     usage: Usage,
     threshold: float = 0.5,
+    memo: dict[str, float] | None = None,
 ) -> AnswerFaithfulness:
     """The lexical check as a veto, then the grader's P(yes) that the documents state each claim.
 
@@ -405,6 +408,10 @@ def claims_verdict(
     that states something is asked about on its own, as a short tail over the cached documents
     prefix (Self-RAG's IsSup): a correct paraphrase passes, and a sentence that reuses the
     documents' words to say something they do not is caught. The score is the weakest claim's.
+
+    A claim whose prompt `memo` holds (the same sentence over the same documents, judged by an
+    earlier check of the run) takes that verdict: after pruning, the sentences left were each
+    judged already, and asking again only repeated the verdict, seconds later.
     """
     lexical = lexical_verdict(question, answer, [docs[n - 1] for n in usable])
     if lexical.problematic_claims:
@@ -414,15 +421,20 @@ def claims_verdict(
     supports = []
     opening = opening_claim(answer)
     claims = answer_claims(answer)
+    recalled = 0
     for claim in claims:
-        p = _with_retry(
-            lambda claim=claim: yes_probability(
-                models.grader,
-                prompts.claim_support_messages(question, docs, claim, usable),
-                usage=usage,
-            ),
-            task="grade_answer",
-        )
+        messages = prompts.claim_support_messages(question, docs, claim, usable)
+        key = "\n".join(str(message.content) for message in messages)
+        p = memo.get(key) if memo is not None else None
+        if p is None:
+            p = _with_retry(
+                lambda messages=messages: yes_probability(models.grader, messages, usage=usage),
+                task="grade_answer",
+            )
+            if memo is not None:
+                memo[key] = p
+        else:
+            recalled += 1
         supports.append((claim, p))
         if len(supports) == 1 and claim == opening and p < threshold:
             # Pruning leaves nothing of an answer whose opening the documents do not state
@@ -445,6 +457,7 @@ def claims_verdict(
             f"{lexical.reasoning}. Each claim, P(the documents state it): "
             + "; ".join(f"{p:.2f}" for _, p in supports)
             + (f"; the opening is not stated, the other {unjudged} not judged" if unjudged else "")
+            + (f"; {recalled} of them as the run's earlier check judged them" if recalled else "")
         ),
         problematic_claims=doubtful,
         faithfulness_score=round(weakest, 3),

@@ -565,6 +565,7 @@ def _grade_answer(ctx: GraphContext, state: RAGState) -> AnswerGrade:
         usable_numbers(state),
         usage=ctx.usage,
         threshold=ctx.limits.answer_confidence_threshold,
+        memo=ctx.claim_verdicts,
     )
     score = min(1.0, max(0.0, float(verdict.faithfulness_score)))
     return AnswerGrade(

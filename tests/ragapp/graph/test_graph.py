@@ -423,7 +423,7 @@ def test_the_claims_check_vetoes_a_missing_specific_and_judges_each_sentence(
 
 
 @pytest.mark.parametrize("models", ["logprobs"], indirect=True)
-def test_a_doubted_opening_is_refused_without_judging_the_rest_or_checking_twice(
+def test_the_answer_check_never_asks_what_cannot_change_its_verdict(
     knowledge_base, models, script
 ):
     from dataclasses import replace
@@ -457,15 +457,23 @@ def test_a_doubted_opening_is_refused_without_judging_the_rest_or_checking_twice
     assert run.response_metadata["draft_answer"].startswith("Beta logs rotate hourly")
 
     # A doubted sentence after a stated opening is judged with the rest, pruned, and the
-    # shorter answer checked again.
+    # shorter answer checked again: its sentences were judged over the same documents already,
+    # so the second check takes those verdicts and asks the model nothing.
     judged.clear()
     script.generate = lambda q, docs: (
         "Beta logs rotate daily. They are kept for a week. Old ones are compressed hourly."
     )
     run = ask("How do beta logs rotate?", claims, answer_confidence_threshold=0.35)
-    assert len(judged) == 3 + 2
+    assert judged == [
+        "Beta logs rotate daily.",
+        "They are kept for a week.",
+        "Old ones are compressed hourly.",
+    ]
     assert payloads(run, "refine")[0]["unrevised"] is False
-    assert kinds(run).count("grade_answer") == 2
+    first, second = payloads(run, "grade_answer")
+    assert "recalled" not in first["reasoning"] and "earlier check" not in first["reasoning"]
+    assert second["reasoning"].endswith("; 2 of them as the run's earlier check judged them")
+    assert second["faithful"] is True and second["faithfulness_score"] == pytest.approx(0.9)
     assert run.status == QueryRun.Status.ANSWERED
     assert run.answer == "Beta logs rotate daily. They are kept for a week."
 
