@@ -179,6 +179,12 @@ class GeneratePayload(serializers.Serializer):
         help_text="Whether the reply was stopped while being written, at its first finished "
         "copy of a sentence or code block (not for the fallback; absent in older runs).",
     )
+    stopped_past_judged = serializers.BooleanField(
+        required=False,
+        help_text="Whether the reply was stopped while being written once it had finished a "
+        "claim after the last one the claims check judges: nothing more would have been shown "
+        "(not for the fallback; absent in runs before 2026-12-07).",
+    )
     duration_ms = serializers.FloatField(required=False, help_text="Absent for the fallback.")
 
 

@@ -395,6 +395,19 @@ def judged_part(answer: str) -> str:
     return prune(answer, []) if stated > MAX_CLAIMS else answer
 
 
+def written_past_judged(partial: str) -> bool:
+    """Whether a reply still being written has finished a claim after the last the check judges.
+
+    `judged_part` cuts a draft after its MAX_CLAIMS-th claim, and a code block or a line that
+    states nothing after that claim stays until the next claim: so the writer may stop once a
+    claim after the last judged one is finished. Only finished sentences count (the last piece
+    may still grow), and an open code block is no sentence. Pieces once finished never change, so
+    the cut `judged_part` then makes is the one it would make on the whole reply.
+    """
+    finished = answer_pieces(partial)[:-1]
+    return sum(1 for piece in finished if piece_claim(piece)) > MAX_CLAIMS
+
+
 # The sentence right after a code block that describes it: "This command imports the file."
 _DESCRIBES_CODE = re.compile(
     r"^\s*(?:this|that|these|the\s+above)\s+(?:commands?|examples?|code|snippet|configuration|"

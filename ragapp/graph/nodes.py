@@ -18,7 +18,7 @@ from ragapp.graph import prompts
 from ragapp.graph.context import GraphContext
 from ragapp.graph.drafts import draft_of, repeating, unwrapped
 from ragapp.graph.excerpts import EXCERPT_COMPANIONS, focused
-from ragapp.graph.grounding import declines, judged_part, prune, supporting
+from ragapp.graph.grounding import declines, judged_part, prune, supporting, written_past_judged
 from ragapp.graph.hypothesis import search_text, write_hypothesis
 from ragapp.graph.judges import (
     describe_problem,
@@ -435,6 +435,7 @@ def generate(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
             node="generate",
         )
         return {"generation": prompts.FALLBACK_ANSWER, "fallback": True}
+    judging_claims = ctx.models.faithfulness_method == "claims"
     with _timed(ctx, "generate") as timing:
         reply = text_reply(
             ctx.models.generator,
@@ -446,12 +447,15 @@ def generate(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
             usage=ctx.usage,
             max_tokens=ctx.limits.answer_max_tokens or None,
             # A loop is cut from the answer anyway: stop the model at its first copy instead of
-            # letting it write copies to its token cap (up to 20 s of a run on two cores).
-            stop_when=repeating,
+            # letting it write copies to its token cap (up to 20 s of a run on two cores). So is
+            # what follows the last claim the claims check judges: stop once a claim after it is
+            # written.
+            stop_when=_stop_writing if judging_claims else repeating,
         )
         written, finished, kept = draft_of(reply.text, capped=reply.cut)
         # The claims check judges the first MAX_CLAIMS claims: nothing after them is shown.
-        answer = judged_part(kept) if ctx.models.faithfulness_method == "claims" else kept
+        answer = judged_part(kept) if judging_claims else kept
+    stopped_repeating = reply.stopped and repeating(reply.text)
     ctx.emitter.emit(
         EventKind.GENERATE,
         {
@@ -461,8 +465,10 @@ def generate(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
             "answer_chars": len(answer),
             # Whether the reply ran into RAG_ANSWER_MAX_TOKENS, and the unfinished tail then cut.
             "capped": reply.cut,
-            # Whether the reply was stopped while being written because it had begun to repeat.
-            "stopped_repeating": reply.stopped,
+            # Whether the reply was stopped while being written because it had begun to repeat,
+            # or because it had written a claim after the last one the answer check judges.
+            "stopped_repeating": stopped_repeating,
+            "stopped_past_judged": reply.stopped and not stopped_repeating,
             "unfinished_cut_chars": len(written) - len(finished),
             # Characters cut because the model started repeating itself (repetition.py).
             "repetition_cut_chars": len(finished) - len(kept),
@@ -474,6 +480,11 @@ def generate(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
         duration_ms=timing["ms"],
     )
     return {"generation": answer, "fallback": False}
+
+
+def _stop_writing(text: str) -> bool:
+    """Whether the writer can stop: nothing more it writes would be shown (claims check)."""
+    return repeating(text) or written_past_judged(unwrapped(text))
 
 
 def grade_answer(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:

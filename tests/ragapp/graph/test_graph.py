@@ -423,9 +423,7 @@ def test_the_claims_check_vetoes_a_missing_specific_and_judges_each_sentence(
 
 
 @pytest.mark.parametrize("models", ["logprobs"], indirect=True)
-def test_the_answer_check_never_asks_what_cannot_change_its_verdict(
-    knowledge_base, models, script
-):
+def test_the_answer_check_never_asks_what_cannot_change_its_verdict(knowledge_base, models, script):
     from dataclasses import replace
 
     claims = replace(models, faithfulness_method="claims")
@@ -494,12 +492,19 @@ def test_with_the_claims_check_an_answer_is_cut_after_the_last_claim_it_judges(
     script.generate = lambda q, docs: " ".join(sentences)
     run = ask("How do beta logs rotate?", claims, answer_confidence_threshold=0.35)
 
-    # Every sentence shown was judged; the two after the sixth were cut before the check.
+    # Every sentence shown was judged; what came after the sixth was cut before the check.
     assert run.status == QueryRun.Status.ANSWERED
     assert run.answer == " ".join(sentences[:MAX_CLAIMS])
     assert len(judged) == MAX_CLAIMS
     generate = payloads(run, "generate")[0]
-    assert generate["unjudged_cut_chars"] == len(" ".join(sentences)) - len(run.answer)
+    # The writer was stopped once the seventh claim was finished (the eighth's first word read):
+    # nothing it wrote after that could have been shown.
+    words = len(" ".join(sentences[: MAX_CLAIMS + 1]).split()) + 1
+    assert script.streamed == [words]
+    assert generate["stopped_past_judged"] is True and generate["stopped_repeating"] is False
+    assert generate["unjudged_cut_chars"] == len(" ".join(sentences[: MAX_CLAIMS + 1])) + len(
+        " Beta"
+    ) - len(run.answer)
     assert generate["answer_chars"] == len(run.answer)
 
 

@@ -431,3 +431,22 @@ def test_a_file_an_examples_code_opens_is_its_own_and_the_users_strings_are_thei
     # A quoted module path or version is no file the example opens.
     module = "Call `import_module('os.path')` [1].\n\n```python\nimport_module('os.path')\n```"
     assert lexical_support(module, docs).unsupported == ("import_module", "os.path")
+
+
+def test_a_reply_stopped_after_a_claim_past_the_judged_ones_keeps_what_the_whole_would_show():
+    from ragapp.graph.grounding import MAX_CLAIMS, judged_part, written_past_judged
+
+    sentences = [f"Step {n} sets the beta option number {n} [1]." for n in range(1, 10)]
+    code = "```sh\nbeta serve --port 9000 --workers 4 --verbose\n```"
+    reply = " ".join(sentences[:MAX_CLAIMS]) + "\n\n" + code + "\n\n" + " ".join(sentences[6:])
+    # Read as a stream: the first prefix at which the writer may stop.
+    stop = next(n for n in range(1, len(reply) + 1) if written_past_judged(reply[:n]))
+    # Not inside the code block after the sixth claim, which the whole reply's cut keeps, and
+    # not before the seventh claim is finished.
+    assert reply[:stop].endswith(sentences[MAX_CLAIMS] + " S")
+    assert judged_part(reply[:stop]) == judged_part(reply)
+    assert code in judged_part(reply)
+    # Six claims and an open code block are no reason to stop.
+    assert not written_past_judged(
+        " ".join(sentences[:MAX_CLAIMS]) + "\n\n```sh\nThis line has many words in it.\nAnd"
+    )
