@@ -180,13 +180,24 @@ def test_a_plain_enter_still_starts_a_new_line(server, browser):  # noqa: F811
 # 4. On a phone: the header on one row, nothing wider than the screen.
 
 
-def finished_run_with_long_identifiers() -> QueryRun:
-    """Alice's answered run whose question, trace, answer and source carry LONG."""
+def source_summary() -> dict:
+    """A trace event's summary of the knowledge base's first chunk, as `retrieve` writes one."""
     document = Document.objects.get()
     chunk = Chunk.objects.filter(document=document).first()
-    source = {
+    return {
         "chunk_id": chunk.pk,
         "document_id": document.pk,
+        "title": "Operations",
+        "heading_path": "Ops",
+        "source_path": "docs/ops.md",
+        "similarity": 0.8,
+    }
+
+
+def finished_run_with_long_identifiers() -> QueryRun:
+    """Alice's answered run whose question, trace, answer and source carry LONG."""
+    source = {
+        **source_summary(),
         "title": f"Title {LONG}",
         "heading_path": f"Ops > {LONG}",
         "source_path": f"/srv/{LONG}/docs/{LONG}.md",
@@ -378,3 +389,65 @@ def test_a_finished_live_run_leads_with_its_answer(server, browser):  # noqa: F8
     assert not page.locator("#answer form").count()
     screenshots(page, "replay")
     context.close()
+
+
+# 6. A refusal decided at the first check: the trace says why there was no second one.
+
+
+def refused_run_pruned_to_nothing() -> QueryRun:
+    """Alice's run whose doubted opening left nothing after pruning: refused, checked once."""
+    source = {**source_summary(), "heading_path": "Ops > Restarting", "similarity": 0.8}
+    opening = "The worker restarts itself every hour."
+    run = run_start(run=run_create(query="How often does the worker restart?", owner=alice()))
+    events = [
+        ("retrieve", {"iteration": 1, "docs_found": 1, "query": "restart", "duration_ms": 12}),
+        ("grade", {"index": 1, "total": 1, "score": 0.8, "passed": True, "document": source}),
+        ("grade_docs", {"passed": 1, "total": 1, "duration_ms": 3}),
+        ("generate", {"fallback": False, "sources": [source], "duration_ms": 900}),
+        (
+            "grade_answer",
+            {
+                "faithful": False,
+                "faithfulness_score": 0.2,
+                "hallucination_risk": "high",
+                "problematic_claims": [opening],
+                "duration_ms": 600,
+            },
+        ),
+        (
+            "refine",
+            {
+                "problematic_claims": [opening],
+                "method": "prune",
+                "before_chars": 80,
+                "after_chars": 0,
+                "unrevised": True,
+                "duration_ms": 0.1,
+            },
+        ),
+        ("answer", {"status": "refused"}),
+    ]
+    for seq, (kind, payload) in enumerate(events, 1):
+        TraceEvent.objects.create(run=run, seq=seq, kind=kind, payload=payload)
+    answer = "I can't give a reliable answer to this question."
+    metadata = {"refusal_reason": "unfaithful", "total_ms": 1500, "models": {}, "passages": []}
+    run = finish(run, status="refused", answer=answer, metadata=metadata)
+    TraceEvent.objects.create(
+        run=run, seq=len(events) + 1, kind="done", payload={"status": "refused"}
+    )
+    return run
+
+
+def test_a_refusal_decided_at_the_first_check_says_so_in_its_trace(server, browser):  # noqa: F811
+    run = orm(refused_run_pruned_to_nothing)
+    page = browser.new_page(viewport=DESKTOP)
+    sign_in(page, server)
+    page.goto(f"{server}/runs/{run.pk}/")
+    page.wait_for_selector("#trace li.kind-done", state="attached")
+    if page.locator("#trace-fold").count():
+        page.click("#trace-fold > summary")
+    line = page.inner_text("#trace li.kind-refine")
+    assert "refinement left nothing new to check: refused without a second check" in line
+    assert page.locator("#trace li.kind-grade_answer").count() == 1
+    screenshots(page, "run-refused-unrevised")
+    assert_fits_the_screen(page)

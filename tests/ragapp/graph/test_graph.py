@@ -379,21 +379,27 @@ def test_the_claims_checks_risk_agrees_with_its_verdict(
         assert run.status == QueryRun.Status.ANSWERED and run.hallucination_risk == risk
 
 
-@pytest.mark.parametrize("models", ["logprobs"], indirect=True)
-def test_the_claims_check_vetoes_a_missing_specific_and_judges_each_sentence(
-    knowledge_base, models, script
-):
+def claims_judging(models, script, doubted: str):
+    """`models` with the claims check, whose judge doubts (P 0.1) each claim holding `doubted`
+    and states every other (P 0.9); and the list of the claims it is asked about, in order."""
     from dataclasses import replace
 
-    claims = replace(models, faithfulness_method="claims")
-    script.relevance = lambda q, doc: 1.0
     judged = []
 
     def support(claim, docs):
         judged.append(claim)
-        return 0.1 if "every hour" in claim else 0.9
+        return 0.1 if doubted in claim else 0.9
 
+    script.relevance = lambda q, doc: 1.0
     script.faithfulness = support
+    return replace(models, faithfulness_method="claims"), judged
+
+
+@pytest.mark.parametrize("models", ["logprobs"], indirect=True)
+def test_the_claims_check_vetoes_a_missing_specific_and_judges_each_sentence(
+    knowledge_base, models, script
+):
+    claims, judged = claims_judging(models, script, doubted="every hour")
     script.generate = lambda q, docs: (
         "Beta logs rotate daily at midnight. Old logs are compressed every hour afterwards."
     )
@@ -408,7 +414,8 @@ def test_the_claims_check_vetoes_a_missing_specific_and_judges_each_sentence(
     assert run.answer == "Beta logs rotate daily at midnight."
     assert second["faithful"] is True and run.status == QueryRun.Status.ANSWERED
     assert run.hallucination_risk == second["hallucination_risk"] == "low"
-    assert judged[:2] == [
+    # The second check took the first's verdict on the sentence left: asked once each.
+    assert judged == [
         "Beta logs rotate daily at midnight.",
         "Old logs are compressed every hour afterwards.",
     ]
@@ -424,17 +431,7 @@ def test_the_claims_check_vetoes_a_missing_specific_and_judges_each_sentence(
 
 @pytest.mark.parametrize("models", ["logprobs"], indirect=True)
 def test_the_answer_check_never_asks_what_cannot_change_its_verdict(knowledge_base, models, script):
-    from dataclasses import replace
-
-    claims = replace(models, faithfulness_method="claims")
-    script.relevance = lambda q, doc: 1.0
-    judged = []
-
-    def support(claim, docs):
-        judged.append(claim)
-        return 0.1 if "hourly" in claim else 0.9
-
-    script.faithfulness = support
+    claims, judged = claims_judging(models, script, doubted="hourly")
     script.generate = lambda q, docs: (
         "Beta logs rotate hourly by default. They are kept for a week. Old ones are compressed."
     )
