@@ -487,6 +487,16 @@ RAG_RELEVANCE_GATE = env_choice(
     "retrieval" if RAG_RELEVANCE_JUDGE == "logprobs" else "document",
     ("document", "retrieval"),
 )
+# With the retrieval gate, a retrieval whose best verdict misses RAG_RELEVANCE_THRESHOLD but
+# reaches this floor is doubtful, not irrelevant (0: off). The 1.5B judge's P(yes) is partly the
+# question's own: this documentation's gate refused 7 answerable questions whose every expected
+# fact was in the chunks, at 0.23-0.33. A doubtful retrieval's answer is written, stopped at its
+# opening claim if the check doubts that at RAG_DOUBTFUL_ANSWER_THRESHOLD, and held to that
+# stricter threshold (docs/graph.md, "A doubtful retrieval").
+RAG_RELEVANCE_DOUBT_FLOOR = env_float(
+    "RAG_RELEVANCE_DOUBT_FLOOR", 0.20 if RAG_RELEVANCE_GATE == "retrieval" else 0.0, maximum=1.0
+)
+RAG_DOUBTFUL_ANSWER_THRESHOLD = env_float("RAG_DOUBTFUL_ANSWER_THRESHOLD", 0.50, maximum=1.0)
 # Every retrieved chunk but the first is shown to the model as its sentences, list items and code
 # blocks closest to the question, up to this many characters (0: whole chunks). A small model
 # on a CPU reads prompts slowly; a capable one gains nothing from it (docs/graph.md, "Excerpts").

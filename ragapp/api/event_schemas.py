@@ -115,6 +115,12 @@ class GradeDocsPayload(serializers.Serializer):
     passed = serializers.IntegerField(min_value=0)
     total = serializers.IntegerField(min_value=0)
     kept_overall = serializers.IntegerField(min_value=0)
+    doubtful = serializers.BooleanField(
+        required=False,
+        help_text="True when no verdict reached the relevance threshold but the best reached "
+        "RAG_RELEVANCE_DOUBT_FLOOR: the chunks passed as doubtful, and the answer is held to "
+        "RAG_DOUBTFUL_ANSWER_THRESHOLD (absent in runs before 2026-12-07, stop 67).",
+    )
     duration_ms = serializers.FloatField()
 
 
@@ -184,6 +190,12 @@ class GeneratePayload(serializers.Serializer):
         help_text="Whether the reply was stopped while being written once it had finished a "
         "claim after the last one the claims check judges: nothing more would have been shown "
         "(not for the fallback; absent in runs before 2026-12-07).",
+    )
+    opening_doubted = serializers.BooleanField(
+        required=False,
+        help_text="After a doubtful retrieval: whether the reply was stopped once its opening "
+        "claim was written, because the answer check doubted it at the doubtful threshold "
+        "(not for the fallback; absent in runs before 2026-12-07, stop 67).",
     )
     duration_ms = serializers.FloatField(required=False, help_text="Absent for the fallback.")
 

@@ -69,6 +69,11 @@ class GraphLimits:
     # "document": each chunk passes on its own verdict; "retrieval": the best verdict of a
     # retrieval passes every chunk the judge read (RAG_RELEVANCE_GATE).
     relevance_gate: str = "document"
+    # With the retrieval gate: a retrieval none of whose verdicts passes, but whose best one is at
+    # least this (0: off), is not refused at the gate. Its answer is written and held to
+    # `doubtful_answer_threshold` instead (RAG_RELEVANCE_DOUBT_FLOOR).
+    relevance_doubt_floor: float = 0.0
+    doubtful_answer_threshold: float = 0.5
     min_relevant_docs: int = 1
     answer_confidence_threshold: float = 0.80
     max_retrievals: int = 3

@@ -15,10 +15,19 @@ from langchain_core.runnables.config import ContextThreadPoolExecutor
 from langgraph.runtime import Runtime
 
 from ragapp.graph import prompts
-from ragapp.graph.context import GraphContext
+from ragapp.graph.context import GraphContext, GraphLimits
 from ragapp.graph.drafts import draft_of, repeating, unwrapped
 from ragapp.graph.excerpts import EXCERPT_COMPANIONS, focused
-from ragapp.graph.grounding import declines, judged_part, prune, supporting, written_past_judged
+from ragapp.graph.grounding import (
+    answer_pieces,
+    declines,
+    judged_part,
+    opening_claim,
+    piece_claim,
+    prune,
+    supporting,
+    written_past_judged,
+)
 from ragapp.graph.hypothesis import search_text, write_hypothesis
 from ragapp.graph.judges import (
     describe_problem,
@@ -225,8 +234,12 @@ def grade_docs(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
         else _prefiltered(doc, floor)
         for doc in docs
     ]
+    doubtful = False
     if by_retrieval:
         grades = _gated_by_retrieval(grades, ctx.limits.relevance_threshold)
+        if not any(grade.passed for grade in grades):
+            grades = _doubtful(grades, ctx.limits.relevance_doubt_floor)
+            doubtful = any(grade.passed for grade in grades)
     for number, grade in enumerate(grades, 1):
         ctx.emitter.emit(
             EventKind.GRADE,
@@ -256,6 +269,9 @@ def grade_docs(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
             "passed": sum(g.passed for g in grades),
             "total": len(grades),
             "kept_overall": len(passed),
+            # No verdict passed, but the best reached RAG_RELEVANCE_DOUBT_FLOOR: the chunks are
+            # used, and the answer is held to the doubtful threshold.
+            "doubtful": doubtful,
             "duration_ms": round(timing["ms"], 1),
         },
         node="grade_docs",
@@ -266,6 +282,7 @@ def grade_docs(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
         "filtered_documents": passed,
         "context_documents": context,
         "seen_grades": seen,
+        "doubtful_retrieval": doubtful,
     }
 
 
@@ -289,6 +306,30 @@ def _gated_by_retrieval(grades: list[DocGrade], threshold: float) -> list[DocGra
             passed=True,
             reasoning=f"{g.reasoning}; passed with its retrieval, whose best verdict "
             f"({best.score:.2f}) reached the threshold {threshold:.2f}",
+        )
+        for g in grades
+    ]
+
+
+def _doubtful(grades: list[DocGrade], floor: float) -> list[DocGrade]:
+    """Every judged chunk passes, as doubtful, when the retrieval's best verdict reaches `floor`.
+
+    A small judge's P(yes) is partly the question's own (docs/evaluation.md, stop 61): some
+    answerable questions draw 0.2-0.35 whatever the chunks hold, and refusing at the gate then
+    refuses answers the chunks do give. Such a retrieval is used, and what protects an
+    unanswerable question is the stricter answer check that a doubtful run gets instead.
+    """
+    best = max((g.score for g in grades if g.score is not None), default=None)
+    if not floor or best is None or best < floor:
+        return grades
+    return [
+        g
+        if g.prefiltered
+        else replace(
+            g,
+            passed=True,
+            reasoning=f"{g.reasoning}; passed as doubtful: the retrieval's best verdict "
+            f"({best:.2f}) reached the doubt floor {floor:.2f}",
         )
         for g in grades
     ]
@@ -436,6 +477,9 @@ def generate(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
         )
         return {"generation": prompts.FALLBACK_ANSWER, "fallback": True}
     judging_claims = ctx.models.faithfulness_method == "claims"
+    stop_when = _stop_writing if judging_claims else repeating
+    if judging_claims and state.get("doubtful_retrieval"):
+        stop_when = _OpeningWatch(ctx, state)
     with _timed(ctx, "generate") as timing:
         reply = text_reply(
             ctx.models.generator,
@@ -449,10 +493,12 @@ def generate(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
             # A loop is cut from the answer anyway: stop the model at its first copy instead of
             # letting it write copies to its token cap (up to 20 s of a run on two cores). So is
             # what follows the last claim the claims check judges: stop once a claim after it is
-            # written.
-            stop_when=_stop_writing if judging_claims else repeating,
+            # written. After a doubtful retrieval, stop at a doubted opening (`_OpeningWatch`).
+            stop_when=stop_when,
         )
-        written, finished, kept = draft_of(reply.text, capped=reply.cut)
+        opening_doubted = isinstance(stop_when, _OpeningWatch) and stop_when.doubted
+        # Stopped at its doubted opening, the reply ends inside the next sentence: that goes.
+        written, finished, kept = draft_of(reply.text, capped=reply.cut or opening_doubted)
         # The claims check judges the first MAX_CLAIMS claims: nothing after them is shown.
         answer = judged_part(kept) if judging_claims else kept
     stopped_repeating = reply.stopped and repeating(reply.text)
@@ -468,7 +514,10 @@ def generate(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
             # Whether the reply was stopped while being written because it had begun to repeat,
             # or because it had written a claim after the last one the answer check judges.
             "stopped_repeating": stopped_repeating,
-            "stopped_past_judged": reply.stopped and not stopped_repeating,
+            "stopped_past_judged": reply.stopped and not (stopped_repeating or opening_doubted),
+            # After a doubtful retrieval: the reply was stopped once its opening claim was written,
+            # because the answer check doubted it (nothing after a doubted opening is shown).
+            "opening_doubted": opening_doubted,
             "unfinished_cut_chars": len(written) - len(finished),
             # Characters cut because the model started repeating itself (repetition.py).
             "repetition_cut_chars": len(finished) - len(kept),
@@ -485,6 +534,45 @@ def generate(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
 def _stop_writing(text: str) -> bool:
     """Whether the writer can stop: nothing more it writes would be shown (claims check)."""
     return repeating(text) or written_past_judged(unwrapped(text))
+
+
+class _OpeningWatch:
+    """`_stop_writing`, and after a doubtful retrieval, a stop at a doubted opening claim.
+
+    Pruning leaves nothing of an answer whose opening claim the check doubts (grounding.prune),
+    so once the opening is written it is judged, at the doubtful threshold, while the writer goes
+    on: doubted, the writer stops there, and the answer check refuses the opening alone (taking
+    the verdict given here, `GraphContext.claim_verdicts`). A doubtful retrieval's answers are
+    mostly refused so (docs/evaluation.md, stop 67), and their writing was the slowest part.
+    """
+
+    def __init__(self, ctx: GraphContext, state: RAGState):
+        self.ctx, self.state = ctx, state
+        self.judged = self.doubted = False
+
+    def __call__(self, text: str) -> bool:
+        if _stop_writing(text):
+            return True
+        if self.judged:
+            return False
+        written = unwrapped(text)
+        finished = answer_pieces(written)[:-1]
+        if not any(piece_claim(piece) for piece in finished) or opening_claim(written) is None:
+            return False  # the opening is not written yet, or is code (judged with the rest)
+        self.judged = True
+        grade = _grade_answer(self.ctx, {**self.state, "generation": _through_first_claim(written)})
+        self.doubted = not grade.faithful
+        return self.doubted
+
+
+def _through_first_claim(text: str) -> str:
+    """`text` up to the end of its first piece that states a claim."""
+    pieces = []
+    for piece in answer_pieces(text):
+        pieces.append(piece)
+        if piece_claim(piece):
+            break
+    return " ".join(pieces).strip()
 
 
 def grade_answer(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
@@ -512,7 +600,7 @@ def grade_answer(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
             "reasoning": grade.reasoning,
             "faithful": grade.faithful,
             "declined": grade.declined,
-            "threshold": ctx.limits.answer_confidence_threshold,
+            "threshold": _answer_threshold(ctx.limits, state),
             "after_refinement": state.get("correction_count", 0) > 0,
             "duration_ms": round(timing["ms"], 1),
         },
@@ -555,6 +643,13 @@ def _supporting_passages(ctx: GraphContext, state: RAGState) -> list[RetrievedDo
     return [candidates[n] for n in chosen]
 
 
+def _answer_threshold(limits: GraphLimits, state: RAGState) -> float:
+    """The answer check's threshold for this run: the stricter one after a doubtful retrieval."""
+    if state.get("doubtful_retrieval"):
+        return limits.doubtful_answer_threshold
+    return limits.answer_confidence_threshold
+
+
 def _grade_answer(ctx: GraphContext, state: RAGState) -> AnswerGrade:
     if declines(state["generation"]):
         # "The documents do not cover this" is the honest answer the writer is asked for when
@@ -575,7 +670,7 @@ def _grade_answer(ctx: GraphContext, state: RAGState) -> AnswerGrade:
         state["context_documents"],
         usable_numbers(state),
         usage=ctx.usage,
-        threshold=ctx.limits.answer_confidence_threshold,
+        threshold=_answer_threshold(ctx.limits, state),
         memo=ctx.claim_verdicts,
     )
     score = min(1.0, max(0.0, float(verdict.faithfulness_score)))
@@ -589,7 +684,7 @@ def _grade_answer(ctx: GraphContext, state: RAGState) -> AnswerGrade:
         # whose risk field is noise (the local 1.5B model says "high" even with score 1.0 and
         # "the documents clearly state") turns it off, and the score alone decides, as in the
         # design article.
-        faithful=score >= ctx.limits.answer_confidence_threshold
+        faithful=score >= _answer_threshold(ctx.limits, state)
         and not (ctx.limits.risk_veto and verdict.hallucination_risk == "high"),
     )
 

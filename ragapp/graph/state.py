@@ -85,6 +85,9 @@ class RAGState(TypedDict, total=False):
     # earlier kept ones. Only the filtered ones among them may be used (see `usable_numbers`).
     context_documents: list[RetrievedDoc]
     seen_grades: dict[int, DocGrade]  # every verdict of this run, by chunk id (never re-judged)
+    # No verdict of the retrieval passed, but its best reached RAG_RELEVANCE_DOUBT_FLOOR: its
+    # chunks are used, and the answer is held to the stricter doubtful threshold.
+    doubtful_retrieval: bool
     generation: str  # the current answer
     fallback: bool  # True when generation is the honest no-docs message
     # Technical names in the question that no chunk of the knowledge base holds (the first

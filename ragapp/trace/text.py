@@ -62,7 +62,11 @@ def _grade(payload: dict) -> str:
 
 
 def _grade_docs(payload: dict) -> str:
-    return f"{payload['passed']} of {payload['total']} documents passed{_ms(payload)}"
+    # RAG_RELEVANCE_DOUBT_FLOOR: none reached the threshold, but the best verdict came near it.
+    doubtful = (
+        " as doubtful, so the answer is held to a stricter check" if payload.get("doubtful") else ""
+    )
+    return f"{payload['passed']} of {payload['total']} documents passed{doubtful}{_ms(payload)}"
 
 
 def _reuse(payload: dict) -> str:
@@ -93,7 +97,12 @@ def _broaden(payload: dict) -> str:
 def _generate(payload: dict) -> str:
     if payload.get("fallback"):
         return "no relevant documents: answering with the honest fallback (no model call)"
-    return f"generated an answer from {len(payload['sources'])} documents{_ms(payload)}"
+    doubted = (
+        ", stopped at its opening claim, which the check doubted"
+        if payload.get("opening_doubted")
+        else ""
+    )
+    return f"generated an answer from {len(payload['sources'])} documents{doubted}{_ms(payload)}"
 
 
 def _grade_answer(payload: dict) -> str:

@@ -76,9 +76,9 @@
       case "condense": return p.fallback ? "kept the follow-up as asked: " + p.reason + " — “" + p.original_question + "”" : "made the follow-up standalone: “" + p.original_question + "” → “" + p.standalone_question + "”" + ms(p) + (p.reason ? " (" + p.reason + ")" : "");
       case "retrieve": return "retrieve #" + p.iteration + ": " + p.docs_found + " documents for “" + p.query + "”" + (p.excerpted ? ", " + p.excerpted + " shown to the model as excerpts" : "") + (p.unknown_names && p.unknown_names.length ? "; no document mentions " + p.unknown_names.join(", ") : "") + hypothesis(p) + ms(p);
       case "grade": return "grading document " + p.index + " of " + p.total + " … " + (p.score == null ? "not asked (" + notAskedWhy(p.reasoning) + ")" : relevanceWord(Number(p.score)) + " relevance") + ", " + (p.passed ? "kept" : "filtered out") + " — " + where(p.document);
-      case "grade_docs": return p.passed + " of " + p.total + " documents passed" + ms(p);
+      case "grade_docs": return p.passed + " of " + p.total + " documents passed" + (p.doubtful ? " as doubtful, so the answer is held to a stricter check" : "") + ms(p);
       case "broaden": return "broadened the query: “" + p.old_query + "” → “" + p.new_query + "”";
-      case "generate": return p.fallback ? "no relevant documents: honest fallback, no model call" : "generated an answer from " + (p.sources || []).length + " documents" + ms(p);
+      case "generate": return p.fallback ? "no relevant documents: honest fallback, no model call" : "generated an answer from " + (p.sources || []).length + " documents" + (p.opening_doubted ? ", stopped at its opening claim, which the check doubted" : "") + ms(p);
       case "grade_answer":
         if (p.declined) { return "the answer says the documents do not cover the question" + ms(p); }
         return (p.after_refinement ? "refined answer checked: " : "answer checked: ") + (p.faithful ? "faithful" : "not faithful") + ", " + p.hallucination_risk + " risk" + ms(p) + supporting(p) + claims(p);

@@ -394,16 +394,42 @@ def test_a_finished_live_run_leads_with_its_answer(server, browser):  # noqa: F8
 # 6. A refusal decided at the first check: the trace says why there was no second one.
 
 
-def refused_run_pruned_to_nothing() -> QueryRun:
-    """Alice's run whose doubted opening left nothing after pruning: refused, checked once."""
+def stored_refused_run(question: str, events: list[tuple[str, dict]]) -> QueryRun:
+    """Alice's run refused as unfaithful, with `events` (then "done") as its stored trace."""
+    run = run_start(run=run_create(query=question, owner=alice()))
+    for seq, (kind, payload) in enumerate(events, 1):
+        TraceEvent.objects.create(run=run, seq=seq, kind=kind, payload=payload)
+    answer = "I can't give a reliable answer to this question."
+    metadata = {"refusal_reason": "unfaithful", "total_ms": 1500, "models": {}, "passages": []}
+    run = finish(run, status="refused", answer=answer, metadata=metadata)
+    TraceEvent.objects.create(
+        run=run, seq=len(events) + 1, kind="done", payload={"status": "refused"}
+    )
+    return run
+
+
+def refused_run_pruned_to_nothing(doubtful: bool = False) -> QueryRun:
+    """Alice's run whose doubted opening left nothing after pruning: refused, checked once.
+
+    `doubtful`: no verdict reached the threshold, the retrieval passed as doubtful, and the
+    writer was stopped at its opening, which the stricter check doubted.
+    """
     source = {**source_summary(), "heading_path": "Ops > Restarting", "similarity": 0.8}
     opening = "The worker restarts itself every hour."
-    run = run_start(run=run_create(query="How often does the worker restart?", owner=alice()))
+    score = 0.3 if doubtful else 0.8
     events = [
         ("retrieve", {"iteration": 1, "docs_found": 1, "query": "restart", "duration_ms": 12}),
-        ("grade", {"index": 1, "total": 1, "score": 0.8, "passed": True, "document": source}),
-        ("grade_docs", {"passed": 1, "total": 1, "duration_ms": 3}),
-        ("generate", {"fallback": False, "sources": [source], "duration_ms": 900}),
+        ("grade", {"index": 1, "total": 1, "score": score, "passed": True, "document": source}),
+        ("grade_docs", {"passed": 1, "total": 1, "doubtful": doubtful, "duration_ms": 3}),
+        (
+            "generate",
+            {
+                "fallback": False,
+                "sources": [source],
+                "opening_doubted": doubtful,
+                "duration_ms": 900,
+            },
+        ),
         (
             "grade_answer",
             {
@@ -427,15 +453,7 @@ def refused_run_pruned_to_nothing() -> QueryRun:
         ),
         ("answer", {"status": "refused"}),
     ]
-    for seq, (kind, payload) in enumerate(events, 1):
-        TraceEvent.objects.create(run=run, seq=seq, kind=kind, payload=payload)
-    answer = "I can't give a reliable answer to this question."
-    metadata = {"refusal_reason": "unfaithful", "total_ms": 1500, "models": {}, "passages": []}
-    run = finish(run, status="refused", answer=answer, metadata=metadata)
-    TraceEvent.objects.create(
-        run=run, seq=len(events) + 1, kind="done", payload={"status": "refused"}
-    )
-    return run
+    return stored_refused_run("How often does the worker restart?", events)
 
 
 def test_a_refusal_decided_at_the_first_check_says_so_in_its_trace(server, browser):  # noqa: F811
@@ -450,4 +468,20 @@ def test_a_refusal_decided_at_the_first_check_says_so_in_its_trace(server, brows
     assert "refinement left nothing new to check: refused without a second check" in line
     assert page.locator("#trace li.kind-grade_answer").count() == 1
     screenshots(page, "run-refused-unrevised")
+    assert_fits_the_screen(page)
+
+
+def test_a_doubtful_retrieval_and_its_doubted_opening_are_said(server, browser):  # noqa: F811
+    run = orm(refused_run_pruned_to_nothing, True)
+    page = browser.new_page(viewport=DESKTOP)
+    sign_in(page, server)
+    page.goto(f"{server}/runs/{run.pk}/")
+    page.wait_for_selector("#trace li.kind-done", state="attached")
+    if page.locator("#trace-fold").count():
+        page.click("#trace-fold > summary")
+    grade_docs = page.inner_text("#trace li.kind-grade_docs")
+    assert "passed as doubtful, so the answer is held to a stricter check" in grade_docs
+    generate = page.inner_text("#trace li.kind-generate")
+    assert "stopped at its opening claim, which the check doubted" in generate
+    screenshots(page, "run-refused-doubtful")
     assert_fits_the_screen(page)

@@ -473,6 +473,78 @@ def test_the_answer_check_never_asks_what_cannot_change_its_verdict(knowledge_ba
     assert run.answer == "Beta logs rotate daily. They are kept for a week."
 
 
+DOUBT = {
+    "relevance_gate": "retrieval",
+    "relevance_threshold": 0.35,
+    "relevance_doubt_floor": 0.2,
+    "doubtful_answer_threshold": 0.5,
+    "answer_confidence_threshold": 0.35,
+}
+
+
+@pytest.mark.parametrize("models", ["logprobs"], indirect=True)
+def test_a_doubtful_retrieval_is_answered_only_past_the_stricter_check(
+    knowledge_base, models, script
+):
+    claims, judged = claims_judging(models, script, doubted="hourly")
+    script.relevance = lambda q, doc: 0.3  # under the threshold, above the doubt floor
+    script.generate = lambda q, docs: "Beta logs rotate daily [1]. They are kept for a week [1]."
+    run = ask("How do beta logs rotate?", claims, **DOUBT)
+
+    # Not refused at the gate: every chunk passed as doubtful, and the answer was checked at 0.5.
+    assert run.status == QueryRun.Status.ANSWERED
+    assert payloads(run, "grade_docs")[0]["doubtful"] is True
+    grades = payloads(run, "grade")
+    assert all(g["passed"] and g["score"] == 0.3 for g in grades)
+    assert "passed as doubtful: the retrieval's best verdict (0.30)" in grades[0]["reasoning"]
+    check = payloads(run, "grade_answer")[0]
+    assert check["threshold"] == 0.5 and check["faithful"] is True
+    assert run.response_metadata["settings"]["relevance_doubt_floor"] == 0.2
+    # Its opening was judged as soon as it was written, and the check took that verdict.
+    assert judged == ["Beta logs rotate daily.", "They are kept for a week."]
+    assert payloads(run, "generate")[0]["opening_doubted"] is False
+
+    # Under the floor the gate refuses, as without it, and nothing is written.
+    script.relevance = lambda q, doc: 0.1
+    run = ask("How do beta logs rotate?", claims, **DOUBT)
+    assert run.status == QueryRun.Status.REFUSED
+    assert run.response_metadata["refusal_reason"] == "no_relevant_documents"
+    assert payloads(run, "grade_docs")[0]["doubtful"] is False
+
+    # With the floor off (the default for the seed's per-document grader), 0.3 is refused too.
+    script.relevance = lambda q, doc: 0.3
+    run = ask("How do beta logs rotate?", claims, **{**DOUBT, "relevance_doubt_floor": 0.0})
+    assert run.response_metadata["refusal_reason"] == "no_relevant_documents"
+
+
+@pytest.mark.parametrize("models", ["logprobs"], indirect=True)
+def test_a_doubtful_retrieval_stops_writing_at_a_doubted_opening(knowledge_base, models, script):
+    claims, judged = claims_judging(models, script, doubted="never")
+    script.faithfulness = lambda claim, docs: judged.append(claim) or 0.45
+    sentences = ["Beta logs rotate daily [1].", "They are kept for a week [1].", "Then gone [1]."]
+    script.generate = lambda q, docs: " ".join(sentences)
+
+    # A verdict of 0.45 passes the usual threshold of 0.35 ...
+    script.relevance = lambda q, doc: 0.9
+    run = ask("How do beta logs rotate?", claims, **DOUBT)
+    assert run.status == QueryRun.Status.ANSWERED
+    assert payloads(run, "grade_docs")[0]["doubtful"] is False
+
+    # ... but not a doubtful retrieval's 0.5. The writer was stopped once its opening was
+    # written (the second sentence's first word read), and the opening was refused alone.
+    judged.clear()
+    script.relevance = lambda q, doc: 0.3
+    run = ask("How do beta logs rotate?", claims, **DOUBT)
+    assert run.status == QueryRun.Status.REFUSED
+    assert run.response_metadata["refusal_reason"] == "unfaithful"
+    assert script.streamed[-1] == len(sentences[0].split()) + 1
+    generate = payloads(run, "generate")[0]
+    assert generate["opening_doubted"] is True and generate["stopped_past_judged"] is False
+    assert run.response_metadata["draft_answer"] == sentences[0]
+    assert judged == ["Beta logs rotate daily."]  # asked once: the check took that verdict
+    assert payloads(run, "refine")[0]["unrevised"] is True
+
+
 @pytest.mark.parametrize("models", ["logprobs"], indirect=True)
 def test_with_the_claims_check_an_answer_is_cut_after_the_last_claim_it_judges(
     knowledge_base, models, script

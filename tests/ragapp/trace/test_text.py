@@ -75,3 +75,17 @@ def test_a_refinement_that_left_nothing_new_says_the_run_was_not_checked_again()
     assert describe("refine", {**refine, "after_chars": 25}) == (
         "refined the answer to drop 1 claim(s)"
     )
+
+
+def test_a_doubtful_retrieval_and_a_doubted_opening_are_said():
+    grade_docs = {"passed": 5, "total": 5, "kept_overall": 5, "duration_ms": 900}
+    assert describe("grade_docs", grade_docs) == "5 of 5 documents passed (900 ms)"
+    assert describe("grade_docs", {**grade_docs, "doubtful": True}) == (
+        "5 of 5 documents passed as doubtful, so the answer is held to a stricter check (900 ms)"
+    )
+    generate = {"fallback": False, "sources": [{}, {}], "duration_ms": 2000}
+    assert describe("generate", generate) == "generated an answer from 2 documents (2000 ms)"
+    assert describe("generate", {**generate, "opening_doubted": True}) == (
+        "generated an answer from 2 documents, stopped at its opening claim, which the check "
+        "doubted (2000 ms)"
+    )
