@@ -460,10 +460,7 @@ def test_a_refusal_decided_at_the_first_check_says_so_in_its_trace(server, brows
     run = orm(refused_run_pruned_to_nothing)
     page = browser.new_page(viewport=DESKTOP)
     sign_in(page, server)
-    page.goto(f"{server}/runs/{run.pk}/")
-    page.wait_for_selector("#trace li.kind-done", state="attached")
-    if page.locator("#trace-fold").count():
-        page.click("#trace-fold > summary")
+    open_run_with_its_trace_unfolded(page, server, run)
     line = page.inner_text("#trace li.kind-refine")
     assert "refinement left nothing new to check: refused without a second check" in line
     assert page.locator("#trace li.kind-grade_answer").count() == 1
@@ -475,10 +472,7 @@ def test_a_doubtful_retrieval_and_its_doubted_opening_are_said(server, browser):
     run = orm(refused_run_pruned_to_nothing, True)
     page = browser.new_page(viewport=DESKTOP)
     sign_in(page, server)
-    page.goto(f"{server}/runs/{run.pk}/")
-    page.wait_for_selector("#trace li.kind-done", state="attached")
-    if page.locator("#trace-fold").count():
-        page.click("#trace-fold > summary")
+    open_run_with_its_trace_unfolded(page, server, run)
     grade_docs = page.inner_text("#trace li.kind-grade_docs")
     assert "passed as doubtful, so the answer is held to a stricter check" in grade_docs
     generate = page.inner_text("#trace li.kind-generate")
