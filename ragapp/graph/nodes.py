@@ -541,8 +541,9 @@ class _OpeningWatch:
 
     Pruning leaves nothing of an answer whose opening claim the check doubts (grounding.prune),
     so once the opening is written it is judged, at the doubtful threshold, while the writer goes
-    on: doubted, the writer stops there, and the answer check refuses the opening alone (taking
-    the verdict given here, `GraphContext.claim_verdicts`). A doubtful retrieval's answers are
+    on: doubted, the writer stops there, and the answer check judges the opening alone (taking
+    the verdict given here, `GraphContext.claim_verdicts`, unless the check adds passages for a
+    specific the opening names, which changes the prompt). A doubtful retrieval's answers are
     mostly refused so (docs/evaluation.md, stop 67), and their writing was the slowest part.
     """
 
