@@ -558,22 +558,14 @@ class _OpeningWatch:
             return False
         written = unwrapped(text)
         finished = answer_pieces(written)[:-1]
-        if not any(piece_claim(piece) for piece in finished) or opening_claim(written) is None:
+        opening = opening_claim(written)
+        if opening is None or not any(piece_claim(piece) for piece in finished):
             return False  # the opening is not written yet, or is code (judged with the rest)
+        # The first finished claim: judged as the check will judge it (`answer_claims`'s form).
         self.judged = True
-        grade = _grade_answer(self.ctx, {**self.state, "generation": _through_first_claim(written)})
+        grade = _grade_answer(self.ctx, {**self.state, "generation": opening})
         self.doubted = not grade.faithful
         return self.doubted
-
-
-def _through_first_claim(text: str) -> str:
-    """`text` up to the end of its first piece that states a claim."""
-    pieces = []
-    for piece in answer_pieces(text):
-        pieces.append(piece)
-        if piece_claim(piece):
-            break
-    return " ".join(pieces).strip()
 
 
 def grade_answer(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
