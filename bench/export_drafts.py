@@ -28,21 +28,9 @@ def main() -> None:
     parser.add_argument("output", type=Path)
     parser.add_argument("--origin", default="", help="a label for where the drafts come from")
     args = parser.parse_args()
-    sys.path.insert(0, str(ROOT))
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    import django
+    evaluation, recorded = recorded_evaluation(args.evaluation)
+    from ragapp.models import Chunk, QueryRun
 
-    django.setup()
-    from django.conf import settings
-
-    from ragapp.models import Chunk, Evaluation, QueryRun
-
-    # Names repeat (they default to the golden file's name): the newest evaluation of that name.
-    evaluation = Evaluation.objects.filter(name=args.evaluation).order_by("-created_at").first()
-    if evaluation is None:
-        raise SystemExit(f"No evaluation called {args.evaluation!r} in this knowledge base.")
-    # The retrieval is made again as the evaluation made it, whatever this shell's settings say.
-    recorded = {**{name: getattr(settings, name) for name in RETRIEVAL}, **evaluation.settings}
     excerpts = excerpts_again(recorded) if recorded["RAG_EXCERPT_CHARS"] else None
     lines = []
     for run in QueryRun.objects.filter(evaluation=evaluation).order_by("created_at"):
@@ -93,6 +81,27 @@ def main() -> None:
 
 # The settings that decide which chunks a run's first retrieval found and what it showed of them.
 RETRIEVAL = ("RAG_RETRIEVAL_MODE", "RAG_TOP_K", "RAG_EXCERPT_CHARS")
+
+
+def recorded_evaluation(name: str):
+    """Django set up, the newest evaluation called `name`, and the retrieval settings it ran with.
+
+    The retrieval is made again as the evaluation made it, whatever this shell's settings say.
+    """
+    sys.path.insert(0, str(ROOT))
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    import django
+
+    django.setup()
+    from django.conf import settings
+
+    from ragapp.models import Evaluation
+
+    # Names repeat (they default to the golden file's name): the newest evaluation of that name.
+    evaluation = Evaluation.objects.filter(name=name).order_by("-created_at").first()
+    if evaluation is None:
+        raise SystemExit(f"No evaluation called {name!r} in this knowledge base.")
+    return evaluation, {**{n: getattr(settings, n) for n in RETRIEVAL}, **evaluation.settings}
 
 
 def excerpts_again(recorded: dict):

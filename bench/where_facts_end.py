@@ -26,12 +26,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # export_drafts, beside this script
 
 SHOWN = "shown"
@@ -54,21 +52,11 @@ def main() -> dict:
     parser.add_argument("evaluation", help="the evaluation's name (eval_rag --name)")
     parser.add_argument("--json", type=Path, help="write the table and every question's row here")
     args = parser.parse_args()
-    sys.path.insert(0, str(ROOT))
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    import django
+    from export_drafts import recorded_evaluation, retrieval_again
 
-    django.setup()
-    from django.conf import settings
-    from export_drafts import RETRIEVAL, retrieval_again
-
+    evaluation, recorded = recorded_evaluation(args.evaluation)
     from ragapp.evaluation.golden import load_golden
-    from ragapp.models import Evaluation
 
-    evaluation = Evaluation.objects.filter(name=args.evaluation).order_by("-created_at").first()
-    if evaluation is None:
-        raise SystemExit(f"No evaluation called {args.evaluation!r} in this knowledge base.")
-    recorded = {**{name: getattr(settings, name) for name in RETRIEVAL}, **evaluation.settings}
     again, deeper = retrieval_again(recorded), _deeper_hits(recorded)
     runs = {run.query: run for run in evaluation.runs.all()}
     rows = []
