@@ -71,3 +71,25 @@ def test_an_evaluation_that_is_not_there_is_said(tmp_path, knowledge_base, monke
 
     with pytest.raises(SystemExit, match="No evaluation called 'nowhere'"):
         load_bench("where_facts_end").main()
+
+
+def test_a_fact_the_excerpt_left_out_is_placed_as_cut_by_it(
+    tmp_path, knowledge_base, fake_chat, settings, monkeypatch, load_bench
+):
+    settings.RAG_TOP_K = 1
+    # With excerpts (the local default) the first hit is shown whole with what fits of its
+    # page's next chunk; at 20 characters none of "Beta logs rotate daily; keep seven days." does.
+    settings.RAG_EXCERPT_CHARS = 20
+    golden = tmp_path / "golden.jsonl"
+    item = {"id": "cut", "question": "Which port does the beta service listen on?"}
+    item |= {"answerable": True, "sources": ["docs/beta.md"], "facts": ["seven days"]}
+    golden.write_text(json.dumps(item) + "\n")
+    call_command(
+        "eval_rag", str(golden), "--name", "cut", "--output", str(tmp_path / "report"),
+        stdout=StringIO(), stderr=StringIO(),
+    )  # fmt: skip
+    monkeypatch.setattr(sys, "argv", ["where_facts_end.py", str(golden), "cut"])
+
+    [row] = load_bench("where_facts_end").main()["rows"]
+
+    assert row["where"] == "cut by the excerpt"
