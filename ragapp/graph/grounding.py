@@ -301,7 +301,8 @@ _DECLINE = re.compile(
     r"|(?:i\s+)?(?:cannot|can't|could\s+not|couldn't)\s+find\s+(?:any\s+)?"
     r"(?:information|mention|details?|documentation)"
     r"|(?:is|are)\s+not\s+(?:\w+ly\s+)?(?:covered|mentioned|documented|described|specified|"
-    r"addressed|discussed)\s+in\s+the\s+(?:provided\s+)?(?:documents?|documentation|docs))",
+    r"addressed|discussed|stated|listed|included|provided|given|found|explained)\s+in\s+the\s+"
+    r"(?:provided\s+)?(?:documents?|documentation|docs))",
     re.IGNORECASE,
 )
 _FIRST_SENTENCE = re.compile(r"^.*?(?:[.!?](?=\s|$)|\n\n|$)", re.DOTALL)

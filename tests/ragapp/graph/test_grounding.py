@@ -189,6 +189,10 @@ def test_names_written_in_another_form(answer, unsupported):
         ("The provided documents do not contain information about SAML.", True),
         ("There is no information about Helm charts in the documentation.", True),
         ("SAML is not covered in the provided documentation.", True),
+        # The 1.5B writer's own way of declining (docs-059, answered before stop 69).
+        ("The pricing plans are not explicitly stated in the provided documents.", True),
+        ("The retention period is not listed in the documentation.", True),
+        ("The limit is stated in the documentation [1].", False),
         ("I could not find any information on this.", True),
         # An answer after all, or a caveat after one, is not a refusal.
         ("The documents do not mention Slack. However, webhooks are sent [1].", False),
