@@ -515,6 +515,10 @@ RAG_MAX_RETRIEVALS = env_int("RAG_MAX_RETRIEVALS", _CHAT_DEFAULTS.max_retrievals
 # Search the first retrieval with the question and a short passage the query-rewriting model
 # (RAG_BROADEN_MODEL) writes to answer it (HyDE, graph/hypothesis.py): a search key, not evidence.
 RAG_HYDE = env_bool("RAG_HYDE", _CHAT_DEFAULTS.hyde)
+# A run whose answer the check refused, or whose writer found no answer, after a retrieval that
+# passed the relevance gate, writes it once more from this many chunks of the pages that
+# retrieval found that the writer was not shown whole (0: off; docs/graph.md, "Reading on").
+RAG_READ_ON = env_int("RAG_READ_ON", _CHAT_DEFAULTS.read_on)
 RAG_MIN_RELEVANT_DOCS = env_int("RAG_MIN_RELEVANT_DOCS", 1, minimum=1)
 RAG_ANSWER_CONFIDENCE_THRESHOLD = env_float(
     "RAG_ANSWER_CONFIDENCE_THRESHOLD",

@@ -86,6 +86,11 @@ class RetrievePayload(serializers.Serializer):
     hypothesis_problem = serializers.CharField(
         allow_blank=True, required=False, help_text="Why no passage was written; empty if one was."
     )
+    read_on = serializers.BooleanField(
+        required=False,
+        help_text="Present and true on a second read of the pages already found, after the "
+        "answer was refused (RAG_READ_ON): their chunks the writer had not read, not a new search.",
+    )
     duration_ms = serializers.FloatField()
 
 

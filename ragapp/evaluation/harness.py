@@ -99,6 +99,7 @@ def settings_snapshot() -> dict:
         "RAG_MIN_RELEVANT_DOCS",
         "RAG_MAX_RETRIEVALS",
         "RAG_HYDE",
+        "RAG_READ_ON",
         "RAG_RELEVANCE_PREFILTER",
         "RAG_FAITHFULNESS_RISK_VETO",
         "RAG_EXCERPT_CHARS",

@@ -21,6 +21,10 @@ def _after_grade_answer(state: RAGState, runtime: Runtime[GraphContext]):
     return routes.after_grade_answer(state, runtime.context.limits)
 
 
+def _after_refine(state: RAGState, runtime: Runtime[GraphContext]):
+    return routes.after_refine(state, runtime.context.limits)
+
+
 @cache
 def build_graph(*, observed: bool = True):
     """Compile the self-correcting RAG graph (once per process; it holds no clients).
@@ -38,6 +42,7 @@ def build_graph(*, observed: bool = True):
         .add_node("generate", nodes.generate)
         .add_node("grade_answer", nodes.grade_answer)
         .add_node("refine_answer", nodes.refine_answer)
+        .add_node("read_on", nodes.read_on)
         .add_conditional_edges(
             START, routes.start, {"condense": "condense", "retrieve": "retrieve"}
         )
@@ -55,12 +60,20 @@ def build_graph(*, observed: bool = True):
         .add_conditional_edges(
             "grade_answer",
             _after_grade_answer,
-            {"answered": END, "refine_answer": "refine_answer", "refused": END},
+            {
+                "answered": END,
+                "refine_answer": "refine_answer",
+                "read_on": "read_on",
+                "refused": END,
+            },
         )
         .add_conditional_edges(
             "refine_answer",
-            routes.after_refine,
-            {"grade_answer": "grade_answer", "refused": END},
+            _after_refine,
+            {"grade_answer": "grade_answer", "read_on": "read_on", "refused": END},
+        )
+        .add_conditional_edges(
+            "read_on", routes.after_read_on, {"generate": "generate", "refused": END}
         )
         .compile()
     )

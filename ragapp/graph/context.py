@@ -28,8 +28,9 @@ class Emitter(Protocol):
 
 class Retriever(Protocol):
     """Finds the top-k chunks for a query, with the embedding model it searches by; the
-    chunks of given pages that mention given terms (the answer check's support lookup); and
-    the names no chunk of the knowledge base mentions (retrieval/coverage.py)."""
+    chunks of given pages that mention given terms (the answer check's support lookup); the
+    chunks of given pages nearest a query (the `read_on` node); and the names no chunk of the
+    knowledge base mentions (retrieval/coverage.py)."""
 
     mode: str
     embeddings: Embeddings
@@ -43,6 +44,10 @@ class Retriever(Protocol):
     ) -> list[RetrievedDoc]: ...
 
     def never_mentioned(self, names: list[str]) -> list[str]: ...
+
+    def nearest_in(
+        self, query: str, document_ids: list[int], *, exclude: list[int], k: int
+    ) -> list[RetrievedDoc]: ...
 
 
 @dataclass(frozen=True)
@@ -90,6 +95,9 @@ class GraphLimits:
     refuse_unknown_names: bool = False
     # Search the first retrieval with the question and a passage the model writes for it (HyDE).
     hyde: bool = False
+    # A refused answer is written once more from this many chunks of the found pages that the
+    # writer was not shown whole (0: off; RAG_READ_ON, the `read_on` node).
+    read_on: int = 0
 
 
 @dataclass

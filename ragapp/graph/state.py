@@ -99,6 +99,12 @@ class RAGState(TypedDict, total=False):
     # The refinement left the answer as the check refused it (pruning cut it all, or a rewrite
     # changed nothing): the run ends refused without a second check of the same text.
     unrevised: bool
+    # The passage the first retrieval searched with besides the question (RAG_HYDE), or "".
+    search_passage: str
+    # The refused answer was written again from the found pages' unshown chunks (RAG_READ_ON),
+    # after this many refinements of the first answer: the second answer gets its own.
+    read_on_done: bool
+    refinements_before_read_on: int
 
 
 def usable_numbers(state: RAGState) -> list[int]:

@@ -12,6 +12,7 @@ from typing import Protocol
 
 from django.conf import settings
 from django.db.models import Q
+from pgvector.django import CosineDistance
 
 from ragapp.graph.state import RetrievedDoc
 from ragapp.models import Chunk
@@ -133,6 +134,35 @@ def chunks_mentioning(
     return [_as_doc(chunk, 0.0) for chunk in chunks]
 
 
+def nearest_in_documents(
+    embeddings: EmbeddingProvider,
+    query: str,
+    document_ids: list[int],
+    *,
+    exclude: list[int],
+    k: int,
+) -> list[RetrievedDoc]:
+    """The `k` chunks of `document_ids` (but not those of `exclude`) nearest to `query`.
+
+    An exact scan of those pages' chunks (a page has a few hundred at most), not the index:
+    the graph's second read of the pages a search found (`nodes.read_on`).
+    """
+    if not document_ids or k <= 0:
+        return []
+    vector = embeddings.embed_query(query)  # before the transaction: it may be slow
+    with one_snapshot():
+        embedding_index_check(embeddings=embeddings)
+        chunks = (
+            Chunk.objects.select_related("document")
+            .defer("embedding", "search_vector")
+            .filter(document_id__in=document_ids)
+            .exclude(id__in=exclude)
+            .annotate(distance=CosineDistance("embedding", vector))
+            .order_by("distance", "id")[:k]
+        )
+        return [_as_doc(chunk, 1.0 - float(chunk.distance)) for chunk in chunks]
+
+
 def _companion_texts(extra: list, chunks: dict[int, Chunk]) -> tuple[str, ...]:
     return tuple(chunks[c.id].text for c in extra if c.id in chunks)
 
@@ -147,6 +177,12 @@ class VectorRetriever:
     def __init__(self, embeddings: EmbeddingProvider, *, per_document_cap: int = 0):
         self.embeddings = embeddings
         self.per_document_cap = per_document_cap
+
+    def nearest_in(
+        self, query: str, document_ids: list[int], *, exclude: list[int], k: int
+    ) -> list[RetrievedDoc]:
+        """The `k` chunks of `document_ids`, less `exclude`, nearest to `query` (exactly)."""
+        return nearest_in_documents(self.embeddings, query, document_ids, exclude=exclude, k=k)
 
     def search(
         self, query: str, *, k: int, depth: int | None = None, companions: int = 0
@@ -196,6 +232,12 @@ class HybridRetriever:
         self.embeddings = embeddings
         self.text_weight = text_weight
         self.per_document_cap = per_document_cap
+
+    def nearest_in(
+        self, query: str, document_ids: list[int], *, exclude: list[int], k: int
+    ) -> list[RetrievedDoc]:
+        """As `VectorRetriever.nearest_in`: by cosine alone, within a few pages."""
+        return nearest_in_documents(self.embeddings, query, document_ids, exclude=exclude, k=k)
 
     def search(
         self, query: str, *, k: int, depth: int | None = None, companions: int = 0

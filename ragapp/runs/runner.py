@@ -55,6 +55,7 @@ def limits_from_settings() -> GraphLimits:
         answer_max_tokens=settings.RAG_ANSWER_MAX_TOKENS,
         refuse_unknown_names=settings.RAG_REFUSE_UNKNOWN_NAMES,
         hyde=settings.RAG_HYDE,
+        read_on=settings.RAG_READ_ON,
     )
 
 

@@ -26,6 +26,11 @@ def _retrieve(payload: dict) -> str:
     # Older runs have no `excerpted`; a run that cut none says nothing about it either.
     excerpted = payload.get("excerpted") or 0
     unknown = payload.get("unknown_names") or []
+    if payload.get("read_on"):
+        return (
+            f"read on: {payload['docs_found']} more chunks of the pages found, after the "
+            "answer was refused" + _ms(payload)
+        )
     return (
         f"retrieve #{payload['iteration']}: {payload['docs_found']} documents for "
         f"'{payload['query']}' by {payload['mode']} search"

@@ -79,6 +79,7 @@ def fake_chat(settings):
     settings.RAG_REFUSE_UNKNOWN_NAMES = False
     settings.RAG_MAX_RETRIEVALS = 3
     settings.RAG_HYDE = False
+    settings.RAG_READ_ON = 0
     clear_chat_models_cache()
     yield
     clear_chat_models_cache()

@@ -745,3 +745,65 @@ def test_a_question_whose_names_the_knowledge_base_holds_is_answered_as_before(
 
     assert payloads(run, "retrieve")[0]["unknown_names"] == []
     assert "grade_answer" in kinds(run)
+
+
+START_BETA = "How do I start the beta service?"
+
+
+def _declines_unless(fact: str):
+    """A writer that answers from the documents holding `fact`, and says they do not otherwise."""
+    return lambda q, docs: (
+        f"Beta logs {fact} [1]."
+        if any(fact in doc for doc in docs)
+        else "The documents do not mention how beta logs are kept."
+    )
+
+
+def test_a_declined_answer_is_written_again_from_the_found_pages_unread_chunks(
+    knowledge_base, models, script
+):
+    script.relevance = lambda q, doc: 0.9 if "beta" in doc.lower() else 0.0
+    script.generate = _declines_unless("rotate daily")
+    run = ask(START_BETA, models, top_k=1, max_retrievals=1, read_on=4)
+
+    first, second = payloads(run, "retrieve")
+    # The search found the beta page by its setup chunk; the writer said it holds no answer.
+    assert [d["source_path"] for d in first["documents"]] == ["docs/beta.md"]
+    assert "rotate daily" not in Chunk.objects.get(pk=first["documents"][0]["chunk_id"]).text
+    assert payloads(run, "grade_answer")[0]["declined"] is True
+    # The second read: the page's other chunk (never another page), then written and checked.
+    logs = Chunk.objects.get(text__contains="rotate daily")
+    assert second["read_on"] is True and [d["chunk_id"] for d in second["documents"]] == [logs.pk]
+    assert kinds(run)[-5:] == ["retrieve", "generate", "grade_answer", "answer", "done"]
+    assert run.status == QueryRun.Status.ANSWERED
+    assert run.answer == "Beta logs rotate daily [1]."
+    assert [s["chunk_id"] for s in run.response_metadata["sources"]] == [logs.pk]
+    assert "read_on" in run.response_metadata["node_ms"]
+
+    # Off (RAG_READ_ON=0, the seed's design): the writer's refusal stands.
+    run = ask(START_BETA, models, top_k=1, max_retrievals=1, read_on=0)
+    assert run.status == QueryRun.Status.REFUSED
+    assert run.response_metadata["refusal_reason"] == "not_in_documents"
+    assert len(payloads(run, "retrieve")) == 1
+
+
+def test_a_second_read_that_finds_no_unread_chunk_leaves_the_refusal(
+    knowledge_base, models, script
+):
+    script.relevance = lambda q, doc: 0.9 if "beta" in doc.lower() else 0.0
+    script.generate = _declines_unless("are archived")  # no chunk says so
+    run = ask(START_BETA, models, top_k=1, max_retrievals=1, read_on=4)
+
+    # The page's other chunk was read on, the writer declined again: one second read only.
+    assert [e.get("read_on", False) for e in payloads(run, "retrieve")] == [False, True]
+    assert [g["declined"] for g in payloads(run, "grade_answer")] == [True, True]
+    assert run.status == QueryRun.Status.REFUSED
+    assert run.response_metadata["refusal_reason"] == "not_in_documents"
+
+    # Both of the page's chunks shown whole (two hits, no excerpts): nothing is left to read.
+    run = ask("How do beta logs rotate and on which port?", models, top_k=2, read_on=4)
+    first, second = payloads(run, "retrieve")
+    assert {d["source_path"] for d in first["documents"]} == {"docs/beta.md"}
+    assert second["read_on"] is True and second["docs_found"] == 0
+    assert kinds(run)[-3:] == ["retrieve", "answer", "done"]
+    assert run.response_metadata["refusal_reason"] == "not_in_documents"

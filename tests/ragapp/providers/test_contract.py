@@ -276,6 +276,7 @@ def test_settings_accept_each_registered_name_with_its_declared_defaults(name, t
     assert fresh["RAG_FAITHFULNESS_RISK_VETO"] is chat.risk_veto
     assert fresh["RAG_MAX_RETRIEVALS"] == chat.max_retrievals
     assert fresh["RAG_HYDE"] is chat.hyde
+    assert fresh["RAG_READ_ON"] == chat.read_on
     assert fresh["RAG_EMBEDDING_BATCH_SIZE"] == embeddings.batch_size
     assert fresh["RAG_RELEVANCE_PREFILTER"] == embeddings.relevance_prefilter
 
@@ -287,6 +288,12 @@ def test_the_local_model_searches_once_and_capable_models_broaden_as_the_seed_do
     assert overridden["RAG_MAX_RETRIEVALS"] == 3
     with pytest.raises(ImproperlyConfigured, match="RAG_MAX_RETRIEVALS=0 must be at least 1"):
         fresh_settings(tmp_path, RAG_MAX_RETRIEVALS="0")
+
+
+def test_the_local_model_reads_on_after_a_refusal_and_capable_models_do_not(tmp_path):
+    assert fresh_settings(tmp_path, RAG_CHAT_PROVIDER="local")["RAG_READ_ON"] == 4
+    assert fresh_settings(tmp_path, RAG_CHAT_PROVIDER="openai")["RAG_READ_ON"] == 0
+    assert fresh_settings(tmp_path, RAG_CHAT_PROVIDER="local", RAG_READ_ON="0")["RAG_READ_ON"] == 0
 
 
 def threshold(data_dir: Path, setting: str, **env: str) -> float:

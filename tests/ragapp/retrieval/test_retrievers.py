@@ -143,3 +143,23 @@ def test_only_the_chunks_returned_are_read(chunks, fake_embeddings):
     assert len(reads) == 1
     read_ids = re.search(r'"ragapp_chunk"\."id" IN \(([^)]*)\)', reads[0]).group(1)
     assert {int(i) for i in read_ids.split(",")} == {d.chunk_id for d in docs}
+
+
+@pytest.mark.parametrize("retriever", [VectorRetriever, HybridRetriever])
+def test_the_nearest_chunks_within_given_pages_leave_out_the_excluded(
+    retriever, knowledge_base, fake_embeddings
+):
+    beta = Document.objects.get(source_path="docs/beta.md")
+    setup, logs = beta.chunks.order_by("ordinal")
+    nearest = retriever(fake_embeddings).nearest_in
+    query = "beta logs rotate daily keep seven days"
+
+    # Only the given pages' chunks, nearest first, with their cosine similarity.
+    docs = nearest(query, [beta.pk], exclude=[], k=5)
+    assert [d.chunk_id for d in docs] == [logs.pk, setup.pk]
+    assert docs[0].similarity > docs[1].similarity
+    assert {d.source_path for d in docs} == {"docs/beta.md"} and not docs[0].excerpt
+    # The excluded are left out, and at most k come back.
+    assert [d.chunk_id for d in nearest(query, [beta.pk], exclude=[logs.pk], k=5)] == [setup.pk]
+    assert len(nearest(query, [beta.pk], exclude=[], k=1)) == 1
+    assert nearest(query, [], exclude=[], k=5) == [] == nearest(query, [beta.pk], exclude=[], k=0)
