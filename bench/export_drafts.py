@@ -83,6 +83,13 @@ def main() -> None:
 RETRIEVAL = ("RAG_RETRIEVAL_MODE", "RAG_TOP_K", "RAG_EXCERPT_CHARS")
 
 
+def searches(run) -> list:
+    """The run's `retrieve` events that searched, in order: not a second read of the pages found
+    after a refusal (`read_on`, RAG_READ_ON), which reads what the first search found."""
+    events = run.events.filter(kind="retrieve").order_by("seq")
+    return [event for event in events if not event.payload.get("read_on")]
+
+
 def recorded_evaluation(name: str):
     """Django set up, the newest evaluation called `name`, and the retrieval settings it ran with.
 

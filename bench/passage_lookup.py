@@ -183,7 +183,7 @@ def main() -> None:
     parser.add_argument("--fired", type=Path, help="write the golden lines it fires on here")
     args = parser.parse_args()
     from django.conf import settings
-    from export_drafts import RETRIEVAL, retrieval_again
+    from export_drafts import RETRIEVAL, retrieval_again, searches
 
     from ragapp.evaluation.golden import load_golden
     from ragapp.evaluation.metrics import fact_present
@@ -200,7 +200,7 @@ def main() -> None:
     shown, fired, length = Counter(), [], [0, 0]
     for run in QueryRun.objects.filter(evaluation=evaluation).order_by("created_at"):
         item = items.get(run.query)
-        retrievals = list(run.events.filter(kind="retrieve").order_by("seq"))
+        retrievals = searches(run)
         if item is None or len(retrievals) != 1:
             continue
         found = retrievals[0].payload

@@ -207,7 +207,9 @@ def replayable(name: str, golden: Path, *, limit: int = 0) -> tuple[list[Case], 
 
 
 def _case(run, item, again) -> tuple[str, Case | None]:
-    retrievals = list(run.events.filter(kind="retrieve").order_by("seq"))
+    from export_drafts import searches
+
+    retrievals = searches(run)
     generate = run.events.filter(kind="generate").order_by("seq").first()
     if len(retrievals) != 1:
         return "not one retrieval", None

@@ -114,3 +114,16 @@ def test_a_draft_whose_search_had_a_written_passage_gets_its_excerpts_too(
         "Beta setup: the beta service starts with `beta serve` on port 9000.\n\n[...] "
         "[...]\nBeta logs rotate daily; keep seven days."
     )
+
+
+def test_a_second_read_after_a_refusal_is_not_counted_as_a_search(
+    tmp_path, knowledge_base, fake_chat, load_bench
+):
+    from ragapp.models import TraceEvent
+
+    run = evaluate(tmp_path, "reads")
+    first = run.events.get(kind="retrieve")
+    seq = run.events.order_by("-seq").first().seq
+    TraceEvent.objects.create(run=run, seq=seq + 1, kind="retrieve", payload={"read_on": True})
+    searched = load_bench("export_drafts").searches(run)
+    assert [event.pk for event in searched] == [first.pk]
