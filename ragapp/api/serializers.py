@@ -123,7 +123,7 @@ class RunSerializer(serializers.ModelSerializer):
 
 
 # Stored with the run for audit, never served: the draft a refusal did not show.
-WITHHELD = frozenset({"draft_answer"})
+WITHHELD = frozenset({"draft_answer", "first_draft_answer"})
 
 
 class AnsweredEarlierSerializer(serializers.Serializer):

@@ -434,8 +434,9 @@ def read_on(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
     the answer check refuses an answer, or the writer says the documents do not hold one, the
     pages' RAG_READ_ON chunks nearest the search (question and passage) that were not shown
     whole become the documents, and the answer is written and checked again, as the first was.
-    Nothing is lost: if no such chunk exists, or the second answer fails its check too, the run
-    is refused as before, with the first check's verdict.
+    If no such chunk exists, the run is refused with the first check's verdict; if the second
+    answer fails its check too, with the second's. The first draft is kept for the audit
+    (`read_on_from`, the run's `first_draft_answer`), never shown.
     """
     ctx = runtime.context
     hits = state.get("documents", [])
@@ -475,6 +476,7 @@ def read_on(state: RAGState, runtime: Runtime[GraphContext]) -> RAGState:
         "unrevised": False,
         "read_on_done": True,
         "refinements_before_read_on": state.get("correction_count", 0),
+        "read_on_from": state.get("generation", ""),
     }
 
 

@@ -105,6 +105,7 @@ class RAGState(TypedDict, total=False):
     # after this many refinements of the first answer: the second answer gets its own.
     read_on_done: bool
     refinements_before_read_on: int
+    read_on_from: str  # the draft refused before reading on, kept for the audit only
 
 
 def usable_numbers(state: RAGState) -> list[int]:

@@ -194,6 +194,8 @@ def _finish(run, final, context, emitter, started, embedding_model) -> None:
         sources=sources,
         passages=closest_passages(final) if status == QueryRun.Status.REFUSED else [],
         draft_answer=draft if reason in ("unfaithful", "not_in_documents") else "",
+        # The draft refused before the run read on (RAG_READ_ON): withheld like the one above.
+        first_draft_answer=final.get("read_on_from", ""),
         # The question's names that no chunk holds, when that is why it was refused.
         unknown_names=final.get("unknown_names", []) if final.get("fallback") else [],
         # What was answered, when it is not the question as asked (a condensed follow-up).

@@ -162,6 +162,7 @@ def run_answer_reused(
             "sources": kept["sources"] or [],
             "passages": [],
             "draft_answer": "",
+            "first_draft_answer": "",
             "standalone_question": "",
             "reuse": {k: reuse[k] for k in ("match", "similarity", "index_version")},
         }

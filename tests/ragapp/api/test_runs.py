@@ -232,23 +232,32 @@ def test_the_trace_is_finished_only_once_done_is_stored(users):
 def test_a_withheld_draft_is_served_to_nobody(users, client):
     """The portal does not show a refused run's draft; the API agrees, for owner and staff."""
     draft = "Set vault.rotate=always to rotate keys hourly."
+    first = "The documents do not mention key rotation."
     run = finished_run(
         owner=users["owner"],
         status="refused",
         answer="I can't give a reliable answer to this question.",
-        metadata={"refusal_reason": "unfaithful", "draft_answer": draft, "sources": []},
+        metadata={
+            "refusal_reason": "unfaithful",
+            "draft_answer": draft,
+            # The draft refused before the run read on (RAG_READ_ON), withheld the same way.
+            "first_draft_answer": first,
+            "sources": [],
+        },
         done=True,
     )
     for user in (users["owner"], users["staff"]):
         body = token_client(user).get(f"/api/runs/{run.pk}")
         assert body.status_code == 200
-        assert "draft_answer" not in body.json()["metadata"]
-        assert draft not in body.content.decode()
+        assert not {"draft_answer", "first_draft_answer"} & set(body.json()["metadata"])
+        assert draft not in body.content.decode() and first not in body.content.decode()
         assert body.json()["metadata"]["refusal_reason"] == "unfaithful"
         client.force_login(user)
         for page in (f"/runs/{run.pk}/", f"/runs/{run.pk}/answer/"):
             response = client.get(page)
-            assert response.status_code == 200 and draft not in response.content.decode()
+            assert response.status_code == 200
+            assert draft not in response.content.decode()
+            assert first not in response.content.decode()
 
 
 def test_a_failed_run_shows_its_cause_and_only_staff_see_the_address(users, client):

@@ -779,6 +779,10 @@ def test_a_declined_answer_is_written_again_from_the_found_pages_unread_chunks(
     assert run.answer == "Beta logs rotate daily [1]."
     assert [s["chunk_id"] for s in run.response_metadata["sources"]] == [logs.pk]
     assert "read_on" in run.response_metadata["node_ms"]
+    # The refused first draft is kept for the audit (withheld from the API, like draft_answer).
+    assert run.response_metadata["first_draft_answer"] == (
+        "The documents do not mention how beta logs are kept."
+    )
 
     # Off (RAG_READ_ON=0, the seed's design): the writer's refusal stands.
     run = ask(START_BETA, models, top_k=1, max_retrievals=1, read_on=0)
