@@ -305,8 +305,25 @@ _DECLINE = re.compile(
     r"(?:provided\s+)?(?:documents?|documentation|docs))",
     re.IGNORECASE,
 )
+# A sentence whose predicate is only citations: "The command that does this is [2].", "The
+# pricing plans are [1] [2]." The writer named where the answer is instead of saying it, so the
+# sentence states nothing (stop 70: an unanswerable question and two wrong answers were shown so).
+_CITED_AS_CONTENT = re.compile(
+    r"\b(?:is|are|was|were|includes?)\s*(?:\[\d{1,2}\][\s,]*(?:and\s+)?)+[.!]?\s*$",
+    re.IGNORECASE,
+)
 _FIRST_SENTENCE = re.compile(r"^.*?(?:[.!?](?=\s|$)|\n\n|$)", re.DOTALL)
 _CONTRAST = re.compile(r"\b(?:but|however|although|though|instead)\b", re.IGNORECASE)
+
+
+def names_only_its_source(answer: str) -> bool:
+    """Whether the answer opens by citing its answer instead of saying it ("The command is [2].").
+
+    Code after it would say what the prose did not, so an answer with a code block never counts.
+    """
+    text = answer.strip()
+    first = _FIRST_SENTENCE.match(text).group(0)
+    return "```" not in text and bool(_CITED_AS_CONTENT.search(first.strip()))
 
 
 def declines(answer: str) -> bool:
@@ -315,17 +332,21 @@ def declines(answer: str) -> bool:
     Only the first sentence decides, and only when the answer cites nothing, shows no code and
     does not turn to an answer ("... does not say X. However, `Y` does" is one): a closing "the
     documents do not say whether Z" after an answer is a caveat, not a refusal. An empty reply
-    declines too.
+    declines too, and so does an opening that gives a citation for its answer ("The command is
+    [2].") with no code after it: the writer did not find what to say.
     """
     text = answer.strip()
     if not text:
         return True  # nothing written is no answer either
     first = _FIRST_SENTENCE.match(text).group(0)
     second = _FIRST_SENTENCE.match(text[len(first) :].strip()).group(0)
+    if "```" in text:
+        return False  # code says something whatever the prose around it does
+    if names_only_its_source(text):
+        return True
     return bool(
         _DECLINE.search(first)
         and not CITATION.search(text)  # an answer that cites a document answers from it
-        and "```" not in text
         and not _CONTRAST.search(first + " " + second)
     )
 
@@ -369,9 +390,10 @@ def piece_claim(piece: str) -> str:
     """The claim one piece of an answer states, or "" when it states nothing a judge could check.
 
     A heading, a bare "For example:" or a sentence of fewer than four words states nothing;
-    "This is stated in [2]." points at a source and claims nothing itself.
+    "This is stated in [2]." and "The document that says so is [3]." point at a source and
+    claim nothing themselves.
     """
-    if _POINTER.search(piece):
+    if _POINTER.search(piece) or _CITED_AS_CONTENT.search(piece.strip()):
         return ""
     sentence = claim_text(piece)
     return sentence if len(sentence.split()) >= 4 and not sentence.endswith(":") else ""

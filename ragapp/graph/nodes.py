@@ -22,6 +22,7 @@ from ragapp.graph.grounding import (
     answer_pieces,
     declines,
     judged_part,
+    names_only_its_source,
     opening_claim,
     piece_claim,
     prune,
@@ -708,7 +709,11 @@ def _grade_answer(ctx: GraphContext, state: RAGState) -> AnswerGrade:
             hallucination_risk="low",
             problematic_claims=[],
             refinement_suggestion="",
-            reasoning="the answer says the documents do not answer the question",
+            reasoning=(
+                "the answer cites a document for its answer but does not say what it states"
+                if names_only_its_source(state["generation"])
+                else "the answer says the documents do not answer the question"
+            ),
             faithful=False,
             declined=True,
         )

@@ -811,3 +811,29 @@ def test_a_second_read_that_finds_no_unread_chunk_leaves_the_refusal(
     assert second["read_on"] is True and second["docs_found"] == 0
     assert kinds(run)[-3:] == ["retrieve", "answer", "done"]
     assert run.response_metadata["refusal_reason"] == "not_in_documents"
+
+
+def test_an_answer_that_only_cites_where_its_answer_is_is_not_shown(knowledge_base, models, script):
+    """ "The way to start it is [1]." names a source and says nothing (docs-059, stop 70)."""
+    script.relevance = lambda q, doc: 0.9 if "beta" in doc.lower() else 0.0
+    script.generate = lambda q, docs: "The way to start the beta service is [1]."
+    run = ask(START_BETA, models, top_k=1, max_retrievals=1, read_on=0)
+
+    grade = payloads(run, "grade_answer")[0]
+    assert grade["declined"] is True
+    assert grade["reasoning"] == (
+        "the answer cites a document for its answer but does not say what it states"
+    )
+    assert run.status == QueryRun.Status.REFUSED
+    assert run.response_metadata["refusal_reason"] == "not_in_documents"
+    assert "is [1]" not in run.answer
+
+    # Reading on, the page's other chunk gets its chance to be said in words.
+    script.generate = lambda q, docs: (
+        "Beta logs rotate daily [1]."
+        if any("rotate daily" in d for d in docs)
+        else "The way to start the beta service is [1]."
+    )
+    run = ask(START_BETA, models, top_k=1, max_retrievals=1, read_on=4)
+    assert run.status == QueryRun.Status.ANSWERED
+    assert run.answer == "Beta logs rotate daily [1]."

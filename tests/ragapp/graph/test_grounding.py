@@ -199,6 +199,14 @@ def test_names_written_in_another_form(answer, unsupported):
         ("The docs do not say X, but `Y` does [1].", False),
         ("Use --reembed [1]. The documents do not say whether it is slow.", False),
         ("Set RAG_TOP_K to 5 [1].", False),
+        # An opening that gives a citation for its answer says nothing (docs-059 asked again,
+        # two OpenSSL answers): the writer did not find what to say.
+        ("The pricing plans and per-seat license costs for the assistant are [1] [2].", True),
+        ("The command to generate the FIPS module's configuration file is [2].", True),
+        ("The extension you should set is [3]. This extension gives details.", True),
+        # ... unless code follows, or the answer comes first and the pointer after it.
+        ("The command is [2]:\n\n```sh\nopenssl fipsinstall -out fips.cnf\n```", False),
+        ("The default is 2048. The document that provides this information is [3].", False),
     ],
 )
 def test_an_answer_that_says_the_documents_do_not_cover_the_question(answer, declined):
@@ -372,6 +380,11 @@ def test_a_name_with_digits_from_the_question_must_still_be_in_the_documents():
         ("The server listens on port `8000` [1].", "The server listens on port `8000`."),
         ("- **Set** `RAG_TOP_K` to change it [2]", "Set `RAG_TOP_K` to change it"),
         ("This is stated in [2].", ""),  # points at a source
+        ("The document that provides this information is [3].", ""),  # and so does this
+        ("The default is [1], [2] and [3].", ""),
+        # A citation after a predicate that says something is a citation.
+        ("The default iteration count is 2048 [3].", "The default iteration count is 2048."),
+        ("It includes `-a` and `-b` [1].", "It includes `-a` and `-b`."),
         ("For example:", ""),
         ("It is 5.", ""),  # under four words
     ],
