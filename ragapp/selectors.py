@@ -455,12 +455,20 @@ def chunks_by_id(*, chunk_ids) -> dict[int, Chunk]:
 def run_grade_scores(*, run: QueryRun) -> dict[int, float | None]:
     """The relevance each chunk got when graded in `run` (its last grading), by chunk id.
 
-    None for a chunk the judge was not asked about (the retrieval gate passed it).
+    None for a chunk the judge was not asked about: the retrieval gate passed it, or it was read
+    on after a refusal (a `retrieve` event with `read_on`; no judge grades those, and the search's
+    similarity to the question would read as a low relevance verdict the run never gave).
     """
     scores = {}
-    for payload in (
-        run.events.filter(kind="grade").order_by("seq").values_list("payload", flat=True)
-    ):
+    events = run.events.filter(kind__in=("grade", "retrieve")).order_by("seq")
+    for kind, payload in events.values_list("kind", "payload"):
+        if kind == "retrieve":
+            if payload.get("read_on"):
+                for doc in payload.get("documents") or []:
+                    scores.setdefault(
+                        doc.get("chunk_id"), None
+                    )  # an excerpt read whole keeps its grade
+            continue
         chunk_id = (payload.get("document") or {}).get("chunk_id")
         if chunk_id is not None and "score" in payload:
             scores[chunk_id] = payload["score"]

@@ -28,7 +28,8 @@ def _retrieve(payload: dict) -> str:
     unknown = payload.get("unknown_names") or []
     if payload.get("read_on"):
         return (
-            f"read on: {payload['docs_found']} more chunks of the pages found, after the "
+            f"read on: {payload['docs_found']} more "
+            f"{'chunk' if payload['docs_found'] == 1 else 'chunks'} of the pages found, after the "
             "answer was refused" + _ms(payload)
         )
     return (

@@ -479,3 +479,66 @@ def test_a_doubtful_retrieval_and_its_doubted_opening_are_said(server, browser):
     assert "stopped at its opening claim, which the check doubted" in generate
     screenshots(page, "run-refused-doubtful")
     assert_fits_the_screen(page)
+
+
+def run_that_read_on(tmp_path) -> QueryRun:
+    """Alice's run, made by the real graph with scripted fake models, that read on and answered.
+
+    The search finds the logs page by its first chunk, which does not say how logs rotate; the
+    writer declines, and the page's other chunk, read on, holds the answer.
+    """
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from ragapp.graph.context import ChatModels, GraphLimits
+    from ragapp.providers.fake_chat import FakeChatModel, FakeScript
+    from ragapp.runs.runner import execute_run
+
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "logs.md").write_text(
+        "# Logs\n\n## Where\n\nThe service writes its logs to the journal.\n\n"
+        "## Rotation\n\nLogs rotate daily.\n"
+    )
+    call_command("ingest_docs", str(tmp_path / "logs"), stdout=StringIO())
+    script = FakeScript(
+        relevance=lambda q, doc: 0.9 if "logs" in doc.lower() else 0.0,
+        generate=lambda q, docs: (
+            "Logs rotate daily [1]."
+            if any("rotate daily" in doc for doc in docs)
+            else "The documents do not mention how often logs rotate."
+        ),
+    )
+    model = FakeChatModel(script=script)
+    models = ChatModels(
+        generator=model,
+        grader=model,
+        broadener=model,
+        relevance_method="logprobs",
+        faithfulness_method="claims",
+        names={"generation": "fake-chat", "grading": "fake-chat", "broadening": "fake-chat"},
+    )
+    run = run_create(query="Where are the logs written, and how often?", owner=alice())
+    execute_run(run, models=models, limits=GraphLimits(top_k=1, max_retrievals=1, read_on=4))
+    run.refresh_from_db()
+    return run
+
+
+def test_a_run_that_read_on_after_a_refusal_says_so_in_its_trace(server, browser, tmp_path):  # noqa: F811
+    run = orm(run_that_read_on, tmp_path)
+    assert run.status == QueryRun.Status.ANSWERED, run.answer  # the graph read on, then answered
+    page = browser.new_page(viewport=DESKTOP)
+    sign_in(page, server)
+    open_run_with_its_trace_unfolded(page, server, run)
+    retrieves = page.locator("#trace li.kind-retrieve")
+    assert retrieves.count() == 2
+    second = retrieves.nth(1).inner_text()
+    assert "read on: 1 more chunk of the pages found, after the answer was refused" in second
+    assert "Logs rotate daily" in page.inner_text("#answer .answer-card")
+    # No judge graded the chunk read on: its source shows no relevance (its search similarity
+    # would read as a low verdict), as for a chunk the retrieval gate did not ask about.
+    source = page.locator(".sources > li")
+    assert source.count() == 1 and "Rotation" in source.inner_text()
+    assert source.locator(".relevance").count() == 0
+    screenshots(page, "run-read-on")
+    assert_fits_the_screen(page)

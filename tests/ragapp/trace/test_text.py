@@ -34,6 +34,8 @@ def test_a_retrieval_shows_the_passage_it_searched_with_or_why_there_was_none():
 def test_a_second_read_of_the_found_pages_says_so():
     line = describe("retrieve", {**RETRIEVE, "docs_found": 4, "read_on": True, "duration_ms": 9.0})
     assert line == "read on: 4 more chunks of the pages found, after the answer was refused (9 ms)"
+    one = describe("retrieve", {**RETRIEVE, "docs_found": 1, "read_on": True})
+    assert one == "read on: 1 more chunk of the pages found, after the answer was refused"
 
 
 GRADE = {"index": 2, "total": 5, "passed": True, "document": {"source_path": "a.md"}}
