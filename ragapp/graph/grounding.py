@@ -312,18 +312,33 @@ _CITED_AS_CONTENT = re.compile(
     r"\b(?:is|are|was|were|includes?)\s*(?:\[\d{1,2}\][\s,]*(?:and\s+)?)+[.!]?\s*$",
     re.IGNORECASE,
 )
+# ... whose subject is the source itself: "The document that provides this information is [3]."
+# points at where the answer came from, after saying it, and withholds nothing.
+_SOURCE_SUBJECT = re.compile(
+    r"^\W*(?:the|this|these|that)\s+(?:\w+\s+)?(?:documents?|documentation|docs|sources?|"
+    r"information|references?)\b",
+    re.IGNORECASE,
+)
+
+
 _FIRST_SENTENCE = re.compile(r"^.*?(?:[.!?](?=\s|$)|\n\n|$)", re.DOTALL)
 _CONTRAST = re.compile(r"\b(?:but|however|although|though|instead)\b", re.IGNORECASE)
 
 
-def names_only_its_source(answer: str) -> bool:
-    """Whether the answer opens by citing its answer instead of saying it ("The command is [2].").
+def withholds_its_answer(answer: str) -> bool:
+    """Whether a sentence of the answer gives citations in place of what it set out to say.
 
-    Code after it would say what the prose did not, so an answer with a code block never counts.
+    "The command to generate the file is [2]." or "The extension to set is [1] [2]." says that
+    the documents hold the answer, not the answer. Code in the answer would say what the prose
+    did not, so an answer with a code block never counts; nor does a sentence that names the
+    source as its subject ("The document that provides this information is [3].").
     """
-    text = answer.strip()
-    first = _FIRST_SENTENCE.match(text).group(0)
-    return "```" not in text and bool(_CITED_AS_CONTENT.search(first.strip()))
+    if "```" in answer:
+        return False
+    return any(
+        _CITED_AS_CONTENT.search(piece.strip()) and not _SOURCE_SUBJECT.search(piece)
+        for piece in answer_pieces(answer)
+    )
 
 
 def declines(answer: str) -> bool:
@@ -332,8 +347,8 @@ def declines(answer: str) -> bool:
     Only the first sentence decides, and only when the answer cites nothing, shows no code and
     does not turn to an answer ("... does not say X. However, `Y` does" is one): a closing "the
     documents do not say whether Z" after an answer is a caveat, not a refusal. An empty reply
-    declines too, and so does an opening that gives a citation for its answer ("The command is
-    [2].") with no code after it: the writer did not find what to say.
+    declines too, and so does one that gives citations in place of its answer ("The command is
+    [2].", `withholds_its_answer`): the writer did not find what to say.
     """
     text = answer.strip()
     if not text:
@@ -342,7 +357,7 @@ def declines(answer: str) -> bool:
     second = _FIRST_SENTENCE.match(text[len(first) :].strip()).group(0)
     if "```" in text:
         return False  # code says something whatever the prose around it does
-    if names_only_its_source(text):
+    if withholds_its_answer(text):
         return True
     return bool(
         _DECLINE.search(first)

@@ -22,11 +22,11 @@ from ragapp.graph.grounding import (
     answer_pieces,
     declines,
     judged_part,
-    names_only_its_source,
     opening_claim,
     piece_claim,
     prune,
     supporting,
+    withholds_its_answer,
     written_past_judged,
 )
 from ragapp.graph.hypothesis import search_text, write_hypothesis
@@ -711,7 +711,7 @@ def _grade_answer(ctx: GraphContext, state: RAGState) -> AnswerGrade:
             refinement_suggestion="",
             reasoning=(
                 "the answer cites a document for its answer but does not say what it states"
-                if names_only_its_source(state["generation"])
+                if withholds_its_answer(state["generation"])
                 else "the answer says the documents do not answer the question"
             ),
             faithful=False,

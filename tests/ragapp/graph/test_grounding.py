@@ -199,12 +199,14 @@ def test_names_written_in_another_form(answer, unsupported):
         ("The docs do not say X, but `Y` does [1].", False),
         ("Use --reembed [1]. The documents do not say whether it is slow.", False),
         ("Set RAG_TOP_K to 5 [1].", False),
-        # An opening that gives a citation for its answer says nothing (docs-059 asked again,
-        # two OpenSSL answers): the writer did not find what to say.
+        # A sentence that gives citations in place of its answer says nothing (docs-059 asked
+        # again, two OpenSSL answers): the writer did not find what to say.
         ("The pricing plans and per-seat license costs for the assistant are [1] [2].", True),
         ("The command to generate the FIPS module's configuration file is [2].", True),
         ("The extension you should set is [3]. This extension gives details.", True),
-        # ... unless code follows, or the answer comes first and the pointer after it.
+        # ... wherever it stands (ossl-062 read on: the question said again, then this).
+        ("Clients should find the URL. The extension to set is [1] [2] [3] [4].", True),
+        # ... unless code says it, or the sentence only names the source of an answer given.
         ("The command is [2]:\n\n```sh\nopenssl fipsinstall -out fips.cnf\n```", False),
         ("The default is 2048. The document that provides this information is [3].", False),
     ],
