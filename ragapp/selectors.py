@@ -464,10 +464,9 @@ def run_grade_scores(*, run: QueryRun) -> dict[int, float | None]:
     for kind, payload in events.values_list("kind", "payload"):
         if kind == "retrieve":
             if payload.get("read_on"):
+                # A hit shown as an excerpt, then read on whole, keeps the grade it got.
                 for doc in payload.get("documents") or []:
-                    scores.setdefault(
-                        doc.get("chunk_id"), None
-                    )  # an excerpt read whole keeps its grade
+                    scores.setdefault(doc.get("chunk_id"), None)
             continue
         chunk_id = (payload.get("document") or {}).get("chunk_id")
         if chunk_id is not None and "score" in payload:
