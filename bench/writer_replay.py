@@ -39,6 +39,12 @@ Variants:
   and the sampled ones) got right, the ceiling of any rule that picks one of them, and how many
   the consensus pick got right: the draft whose words the others share most (minimum Bayes risk
   with a word-overlap F1; no model call);
+- `oracle`: a diagnostic, never a lever: the writer shown only the documents that hold an
+  expected fact (as the golden set names them), in a documents block of their own, whenever
+  the documents shown hold every expected fact between them (the question is otherwise asked
+  as `base`). What the writer gains from reading no distractor at all is the ceiling of any
+  lever that chooses what it reads among the same hits (stop 71: 32 against 31 of the 43
+  questions of this documentation with every fact shown);
 - `bias:B`: a logit bias of B on every token of the usable documents' specifics (the names,
   options and values `grounding` looks for, as the documents spell them; only tokens with two
   letters or digits or more), to nudge the writer to the documents' own words. Needs a server
@@ -69,6 +75,7 @@ VARIANTS = (
     "no-parts",
     "first",
     "point",
+    "oracle",
     "sample:T:S",
     "bias:B",
 )
@@ -313,6 +320,11 @@ def _asked(writer, case: Case, variant: str):
         number = 1 if variant == "first" else _pointed(writer, system, prefix, case)
         pointed = f"{prefix}\n\n{POINTER.format(n=number)}{task}"
         return writer, [system, HumanMessage(pointed)]
+    if variant == "oracle":
+        holders = oracle_documents(case)
+        if holders is None:
+            return writer, messages
+        return writer, prompts.generate_messages(case.question, holders)
     if variant.startswith("sample:"):
         temperature, seed = variant.removeprefix("sample:").split(":")
         return writer.bind(temperature=float(temperature), seed=int(seed)), messages
@@ -321,6 +333,22 @@ def _asked(writer, case: Case, variant: str):
         tokens = _specific_tokens(writer, [case.documents[n - 1] for n in case.usable])
         return writer.bind(logit_bias={str(token): bias for token in tokens}), messages
     return writer, messages
+
+
+def oracle_documents(case: Case) -> list | None:
+    """The documents shown to `case`'s writer that hold an expected fact, or None.
+
+    None when they do not hold every expected fact between them: no choice among the same hits
+    could then show the answer. A document is what the writer read of it: its section path and
+    its excerpt (or its chunk, when shown whole).
+    """
+    from ragapp.evaluation.metrics import fact_present
+
+    facts = case.item.facts
+    shown = [(doc, f"{doc.heading_path}\n{doc.excerpt or doc.text}") for doc in case.documents]
+    if not all(any(fact_present(fact, text) for _, text in shown) for fact in facts):
+        return None
+    return [doc for doc, text in shown if any(fact_present(fact, text) for fact in facts)]
 
 
 def _pointed(writer, system, prefix: str, case: Case) -> int:

@@ -7,10 +7,12 @@ from the documents it is shown, so a replay that rebuilt them wrongly writes ano
 
 import json
 import sys
+from dataclasses import replace
 
 import pytest
 from langchain_openai import ChatOpenAI
 
+from ragapp.graph import prompts
 from ragapp.models import Chunk
 from ragapp.providers.chat import get_chat_models
 from tests.bench.test_export_drafts import evaluate
@@ -120,6 +122,26 @@ def test_point_names_the_most_probable_document_among_those_shown(load_bench):
     assert pointed_number(top, 5) == 3
     assert pointed_number(top[:2], 5) == 1  # no document named: the first hit
     assert pointed_number([], 5) == 1
+
+
+def test_oracle_shows_only_the_documents_that_hold_an_expected_fact(replayed):
+    bench, _, golden = replayed
+    [case], _ = bench.replayable("replayed", golden)
+    [holder] = [doc for doc in case.documents if "9000" in (doc.excerpt or doc.text)]
+    assert len(case.documents) == 2  # the other hit holds no expected fact
+    assert bench.oracle_documents(case) == [holder]
+    _, asked = bench._asked(object(), case, "oracle")
+    assert asked == prompts.generate_messages(case.question, [holder])
+    assert asked != bench._asked(object(), case, "base")[1]
+
+
+def test_oracle_asks_as_base_when_no_document_shown_holds_every_fact(replayed):
+    bench, _, golden = replayed
+    [case], _ = bench.replayable("replayed", golden)
+    unshown = case._replace(item=replace(case.item, facts=("9000", "a fact no page states")))
+    assert bench.oracle_documents(unshown) is None
+    asked = bench._asked(object(), unshown, "oracle")[1]
+    assert asked == bench._asked(object(), unshown, "base")[1]
 
 
 def test_a_sampled_variant_binds_its_temperature_and_seed(replayed):
